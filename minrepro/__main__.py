@@ -1,0 +1,3 @@
+from minrepro.cli import main
+
+main()

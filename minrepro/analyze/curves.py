@@ -1,0 +1,212 @@
+"""Offline loss monitor: read metric records, report what the curves say.
+
+NaN/Inf and explosion -> lr_divergence; a flat line (at ln C) -> loss_stagnation; train loss
+collapsing to ~0 while evaluation sits at chance -> single_class_labels; train falling while eval
+rises -> overfitting; data time dominating step time -> dataloader_bottleneck; memory growing
+step after step -> undetached_loss_list.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import statistics
+
+from minrepro.analyze.series import Point, Series
+from minrepro.model import Evidence, Event, Finding, Line, MetricRecord
+
+_TRACKED = ("loss", "eval_loss", "learning_rate", "grad_norm", "accuracy", "eval_accuracy",
+            "eval_matthews_correlation", "data_time", "batch_time", "memory_mb")
+SPIKE_FACTOR = 4.0  # a loss this many times its earlier median is a divergence spike
+FLAT_TOLERANCE = 0.02  # relative range under which a loss curve is flat
+LN_C_TOLERANCE = 0.01  # relative distance from ln(C) that counts as "at ln C"
+
+
+def _evidence(points: list[Point], limit: int = 4) -> tuple[Evidence, ...]:
+    return tuple(Evidence(line=p.line, text=p.text, rank=p.rank) for p in points[:limit])
+
+
+def _finding(cause: str, category: str, score: float, points: list[Point], **extra) -> Finding:
+    params = extra.pop("params", {})
+    return Finding(rule_id="", cause=cause, category=category, score=score,
+                   first_line=points[0].line if points else 0, evidence=_evidence(points),
+                   params=tuple(params.items()), severity="symptom", **extra)
+
+
+class CurveAnalyzer:
+    """Feed it every event; it keeps only metric series (bounded) from one rank."""
+
+    def __init__(self) -> None:
+        self.series: dict[str, Series] = {name: Series() for name in _TRACKED}
+        self._rank: int | None = None
+        self._seen_rank = False
+
+    def feed(self, event: Event, line: Line) -> None:
+        if not isinstance(event, MetricRecord):
+            return
+        if not self._seen_rank:
+            self._rank, self._seen_rank = event.rank, True
+        if event.rank != self._rank:
+            return  # other ranks repeat the same curve; interleaving them would zigzag
+        for name, value in event.values:
+            series = self.series.get(name)
+            if series is not None:
+                series.add(event.line, value, event.rank, line.text)
+
+    def loss_curve(self, points: int = 40) -> tuple[float, ...]:
+        values = self.series["loss"].values() or self.series["eval_loss"].values()
+        if len(values) <= points:
+            return tuple(round(v, 6) for v in values)
+        step = len(values) / points
+        return tuple(round(values[int(i * step)], 6) for i in range(points))
+
+    def findings(self) -> list[Finding]:
+        checks = (self._divergence, self._stagnation, self._collapse, self._overfitting,
+                  self._data_bound, self._memory_growth)
+        return [f for f in (check() for check in checks) if f is not None]
+
+    # --- individual checks ----------------------------------------------------------------
+
+    def _lr_at(self, line: int) -> dict[str, float]:
+        lrs = self.series["learning_rate"].points()
+        before = [p for p in lrs if p.line <= line] or lrs
+        return {"learning_rate": before[-1].value} if before else {}
+
+    def _divergence(self) -> Finding | None:
+        loss = self.series["loss"]
+        spikes = _spikes(loss.points())
+        bad = loss.first_bad
+        if bad is not None:
+            grew = bool(spikes) or _grew_before(loss.points(), bad.line)
+            points = spikes[:3] + [bad]
+            return _finding("lr_divergence", "convergence", 0.7 if grew else 0.4, points,
+                            params=self._lr_at(points[0].line))
+        grad = _spikes(self.series["grad_norm"].points(), factor=50.0)
+        if not spikes and not grad:
+            return None
+        score = 0.75 if len(spikes) >= 2 or (spikes and grad) else 0.6
+        points = spikes or grad
+        return _finding("lr_divergence", "convergence", score, points,
+                        params=self._lr_at(points[0].line))
+
+    def _stagnation(self) -> Finding | None:
+        for name in ("loss", "eval_loss"):
+            points = self.series[name].points()
+            plateau = _plateau(points)
+            if plateau is None:
+                continue
+            params: dict[str, float | int] = {"plateau_loss": round(plateau, 4)}
+            classes = _classes_for(plateau)
+            if classes:
+                params["num_classes"] = classes
+            score = 0.75 if classes else 0.55
+            return _finding("loss_stagnation", "convergence", score, [points[0], points[-1]],
+                            params=params)
+        return None
+
+    def _collapse(self) -> Finding | None:
+        loss = self.series["loss"].points()
+        if len(loss) < 3 or loss[-1].value > 0.01:
+            return None
+        at_chance = self._eval_at_chance()
+        always_zero = all(p.value <= 1e-3 for p in loss)
+        collapsed = loss[0].value >= 10 * max(loss[-1].value, 1e-6)
+        if not (always_zero or (collapsed and at_chance is not None)):
+            return None
+        params: dict[str, int] = {}
+        if at_chance is not None and at_chance[1]:
+            params["num_classes"] = at_chance[1]
+        evidence = [loss[0], loss[-1]] + ([at_chance[0]] if at_chance else [])
+        score = 0.75 if at_chance is not None else 0.5
+        return _finding("single_class_labels", "convergence", score, evidence, params=params)
+
+    def _eval_at_chance(self) -> tuple[Point, int | None] | None:
+        """The eval point that shows chance-level prediction, and the class count it implies."""
+        mcc = self.series["eval_matthews_correlation"].points()
+        acc = self.series["eval_accuracy"].points()
+        if acc:
+            classes = round(1 / acc[-1].value) if acc[-1].value > 0 else 0
+            if 2 <= classes <= 100 and abs(acc[-1].value - 1 / classes) <= 0.03:
+                return acc[-1], classes
+        if mcc and all(abs(p.value) < 1e-9 for p in mcc):
+            return mcc[-1], None
+        return None
+
+    def _overfitting(self) -> Finding | None:
+        train, evals = self.series["loss"].points(), self.series["eval_loss"].points()
+        if len(evals) < 3 or len(train) < 2:
+            return None
+        best = min(range(len(evals)), key=lambda i: evals[i].value)
+        after = evals[best:]
+        rising = len(after) >= 3 and after[-1].value >= after[0].value * 1.05
+        train_after = [p for p in train if p.line >= evals[best].line]
+        falling = len(train_after) >= 2 and train_after[-1].value < train_after[0].value
+        recent_train = statistics.fmean(p.value for p in train_after) if train_after else 0.0
+        gap = (statistics.fmean(p.value for p in after) - recent_train) / max(recent_train, 1e-9)
+        if not (rising and falling and gap > 0.1):
+            return None
+        return _finding("overfitting", "precision", 0.7, [evals[best], after[-1]],
+                        params={"best_eval_loss": round(evals[best].value, 4)})
+
+    def _data_bound(self) -> Finding | None:
+        data, batch = self.series["data_time"].points(), self.series["batch_time"].points()
+        if len(data) < 3 or len(batch) < 3:
+            return None
+        mean_data = statistics.fmean(p.value for p in data)
+        mean_batch = statistics.fmean(p.value for p in batch)
+        if mean_batch <= 0 or mean_data / mean_batch < 0.5:
+            return None
+        score = 0.8 if mean_data / mean_batch >= 0.7 else 0.6
+        return _finding("dataloader_bottleneck", "speed", score, data[:3],
+                        params={"data_time": round(mean_data, 4),
+                                "batch_time": round(mean_batch, 4)})
+
+    def _memory_growth(self) -> Finding | None:
+        points = self.series["memory_mb"].points()
+        if len(points) < 5:
+            return None
+        steps = list(zip(points, points[1:]))
+        rising = sum(b.value > a.value for a, b in steps) / len(steps)
+        if rising < 0.8 or points[-1].value < 1.5 * points[0].value:
+            return None
+        return _finding("undetached_loss_list", "memory", 0.6, [points[0], points[-1]],
+                        params={"memory_start_mb": round(points[0].value, 1),
+                                "memory_end_mb": round(points[-1].value, 1)},
+                        supersedes=("cuda_oom",))
+
+
+def _spikes(points: list[Point], factor: float = SPIKE_FACTOR) -> list[Point]:
+    """Points at least `factor` times the median of the points before them (>= 3 of them)."""
+    seen: list[float] = []
+    spikes = []
+    for point in points:
+        if len(seen) >= 3 and point.value > factor * max(seen[len(seen) // 2], 1e-8):
+            spikes.append(point)
+        bisect.insort(seen, point.value)
+    return spikes
+
+
+def _grew_before(points: list[Point], line: int) -> bool:
+    before = [p.value for p in points if p.line <= line]
+    return len(before) >= 4 and before[-1] > 3 * statistics.median(before[: len(before) // 2])
+
+
+def _plateau(points: list[Point]) -> float | None:
+    """The level of a curve that is flat from start to end, else None."""
+    values = [p.value for p in points]
+    if len(values) < 2 or (len(values) < 4 and len(set(values)) > 1):
+        return None
+    mean = statistics.fmean(values)
+    if mean < 0.05 or (max(values) - min(values)) / mean > FLAT_TOLERANCE:
+        return None
+    return mean
+
+
+def _classes_for(plateau: float) -> int | None:
+    """C such that the plateau is ln(C): the loss of uniform guessing over C classes."""
+    if plateau > math.log(1_000_000):
+        return None
+    classes = round(math.exp(plateau))
+    if classes >= 2 and abs(math.log(classes) - plateau) <= LN_C_TOLERANCE * plateau:
+        return classes
+    return None

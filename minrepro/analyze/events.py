@@ -1,0 +1,113 @@
+"""Analyzers over single events: the first OOM report, the loss-scale history, NCCL timeouts."""
+
+from __future__ import annotations
+
+from minrepro.model import (
+    Evidence,
+    Event,
+    Finding,
+    Line,
+    LossScaleEvent,
+    NcclTimeout,
+    OomReport,
+)
+
+#: Reserved-but-unallocated memory this large a share of the reserved pool is fragmentation.
+FRAGMENTED_SHARE = 0.25
+#: Dynamic loss scaling halves a few times at start-up; this many reductions is not that.
+MANY_REDUCTIONS = 8
+
+
+def _evidence(line: Line) -> tuple[Evidence, ...]:
+    return (Evidence(line=line.number, text=line.text[:500], rank=line.rank),)
+
+
+class OomAnalyzer:
+    """The first OOM report decides between a full card and a fragmented allocator."""
+
+    def __init__(self) -> None:
+        self.report: OomReport | None = None
+        self.line: Line | None = None
+
+    def feed(self, event: Event, line: Line) -> None:
+        if isinstance(event, OomReport) and self.report is None:
+            self.report, self.line = event, line
+
+    def findings(self) -> list[Finding]:
+        report, line = self.report, self.line
+        if report is None or line is None:
+            return []
+        params = {k: v for k, v in (
+            ("requested_bytes", report.requested_bytes), ("capacity_bytes", report.capacity_bytes),
+            ("free_bytes", report.free_bytes), ("allocated_bytes", report.allocated_bytes),
+            ("reserved_bytes", report.reserved_bytes), ("device_index", report.device_index),
+        ) if v is not None}
+        fragmented = is_fragmented(report)
+        return [Finding(
+            rule_id="", cause="allocator_fragmentation" if fragmented else "cuda_oom",
+            category="memory", score=0.8, first_line=line.number, evidence=_evidence(line),
+            params=tuple(params.items()), severity="crash",
+            supersedes=("cuda_oom",) if fragmented else (),
+        )]
+
+
+def is_fragmented(report: OomReport) -> bool:
+    """Enough memory is reserved but unallocated to serve the request, and it is a large share."""
+    if None in (report.requested_bytes, report.allocated_bytes, report.reserved_bytes):
+        return False
+    unallocated = report.reserved_bytes - report.allocated_bytes  # type: ignore[operator]
+    return (unallocated >= report.requested_bytes  # type: ignore[operator]
+            and unallocated >= FRAGMENTED_SHARE * report.reserved_bytes)  # type: ignore[operator]
+
+
+class LossScaleAnalyzer:
+    """fp16 overflow: the dynamic loss scale keeps falling (below 1, or to its minimum)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lowest: float | None = None
+        self.at_minimum = False
+        self.lines: list[Line] = []
+
+    def feed(self, event: Event, line: Line) -> None:
+        if not isinstance(event, LossScaleEvent):
+            return
+        self.count += 1
+        self.at_minimum |= event.at_minimum
+        if event.scale_to is not None and (self.lowest is None or event.scale_to < self.lowest):
+            self.lowest = event.scale_to
+        if len(self.lines) < 3 or event.at_minimum:
+            self.lines = (self.lines + [line])[-4:]
+
+    def findings(self) -> list[Finding]:
+        collapsed = self.at_minimum or (self.lowest is not None and self.lowest < 1)
+        if not (collapsed or self.count >= MANY_REDUCTIONS) or not self.lines:
+            return []
+        params = {"loss_scale": self.lowest} if self.lowest is not None else {}
+        evidence = tuple(e for line in self.lines for e in _evidence(line))
+        return [Finding(rule_id="", cause="fp16_overflow", category="precision",
+                        score=0.8 if collapsed else 0.6, first_line=self.lines[0].number,
+                        evidence=evidence, params=tuple(params.items()), severity="symptom")]
+
+
+class NcclAnalyzer:
+    """The first watchdog timeout: op, timeout and rank. A cascade when another rank crashed."""
+
+    def __init__(self) -> None:
+        self.first: tuple[NcclTimeout, Line] | None = None
+
+    def feed(self, event: Event, line: Line) -> None:
+        if isinstance(event, NcclTimeout) and self.first is None:
+            self.first = (event, line)
+
+    def findings(self) -> list[Finding]:
+        if self.first is None:
+            return []
+        event, line = self.first
+        params = {k: v for k, v in (("timeout_ms", event.timeout_ms),
+                                    ("op", event.op.lower() if event.op else None),
+                                    ("rank", event.rank if event.rank is not None else line.rank))
+                  if v is not None}
+        return [Finding(rule_id="", cause="nccl_timeout", category="speed", score=0.7,
+                        first_line=line.number, evidence=_evidence(line),
+                        params=tuple(params.items()), severity="crash", cascade=True)]

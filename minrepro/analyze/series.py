@@ -1,0 +1,54 @@
+"""A metric's history in bounded memory: a decimated sample of the whole run, plus its tail."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+CAPACITY = 512  # decimated points kept over the whole run
+TAIL = 64  # most recent points, kept exactly
+
+
+@dataclass(slots=True)
+class Point:
+    line: int
+    value: float
+    rank: int | None = None
+    text: str = ""  # the log line, kept (capped) for evidence
+
+
+@dataclass(slots=True)
+class Series:
+    """Feed values in order; memory stays O(CAPACITY + TAIL) however long the run."""
+
+    count: int = 0
+    finite: int = 0
+    first_bad: Point | None = None  # first NaN / Inf
+    sample: list[Point] = field(default_factory=list)
+    tail: deque[Point] = field(default_factory=lambda: deque(maxlen=TAIL))
+    _stride: int = 1
+
+    def add(self, line: int, value: float, rank: int | None = None, text: str = "") -> None:
+        point = Point(line, value, rank, text[:300])
+        self.count += 1
+        if not math.isfinite(value):
+            if self.first_bad is None:
+                self.first_bad = point
+            return
+        self.finite += 1
+        self.tail.append(point)
+        if (self.finite - 1) % self._stride == 0:
+            self.sample.append(point)
+            if len(self.sample) >= CAPACITY:
+                self.sample = self.sample[::2]
+                self._stride *= 2
+
+    def points(self) -> list[Point]:
+        """The decimated run followed by the exact tail, in order, without duplicates."""
+        start = self.tail[0].line if self.tail else None
+        head = [p for p in self.sample if start is None or p.line < start]
+        return head + list(self.tail)
+
+    def values(self) -> list[float]:
+        return [p.value for p in self.points()]

@@ -1,0 +1,216 @@
+"""The `minrepro` command line. Commands parse arguments, call the library, format the result.
+
+Library errors (MinreproError) are caught once, in `main`, and become one line on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from enum import IntEnum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import click
+import typer
+
+from minrepro.errors import MinreproError
+from minrepro.model import Diagnosis
+
+
+class ExitCode(IntEnum):
+    DIAGNOSED = 0  # diagnose/repro: a cause was found (and, for repro, written)
+    NO_KNOWN_CAUSE = 1
+    USAGE = 2  # bad input or usage: one line on stderr
+    CANNOT_TEST = 125  # verify: the script cannot be tested on this machine
+
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    help="Diagnose a failed PyTorch training log and write a minimal repro script.",
+)
+
+LogArg = Annotated[str, typer.Argument(help="The training log: a file, a .gz file, or - for stdin.",
+                                       show_default=False)]
+RulesOpt = Annotated[Optional[list[Path]], typer.Option(
+    "--rules", help="A directory of extra YAML rule packs (repeatable).")]
+
+
+def _diagnose(log: str, rules: Optional[list[Path]] = None, *, progress: bool = False) -> Diagnosis:
+    from minrepro.pipeline import diagnose_log
+    from minrepro.progress import progress_for
+    from minrepro.reader import LogReader
+
+    reader = LogReader(log)
+    with progress_for(reader, enabled=progress):
+        return diagnose_log(log, rule_dirs=[str(r) for r in rules or ()], reader=reader)
+
+
+def _echo_warnings(diagnosis: Diagnosis) -> None:
+    for warning in diagnosis.warnings:
+        typer.echo(f"minrepro: warning: {warning}", err=True)
+
+
+@app.command()
+def diagnose(log: LogArg, json_: Annotated[bool, typer.Option(
+        "--json", help="Print the diagnosis as one JSON object.")] = False,
+             rules: RulesOpt = None) -> None:
+    """Say what went wrong in LOG: cause, evidence lines, values, fix. Exit 0/1/2."""
+    from minrepro.output import diagnosis_to_json, diagnosis_to_text
+
+    diagnosis = _diagnose(log, rules, progress=not json_)
+    if json_:
+        typer.echo(json.dumps(diagnosis_to_json(diagnosis), indent=2, ensure_ascii=False))
+        _echo_warnings(diagnosis)
+    else:
+        typer.echo(diagnosis_to_text(diagnosis), nl=False)
+    raise typer.Exit(ExitCode.DIAGNOSED if diagnosis.diagnosed else ExitCode.NO_KNOWN_CAUSE)
+
+
+@app.command()
+def repro(log: LogArg,
+          output: Annotated[Optional[Path], typer.Option(
+              "-o", "--output", help="Write the script here (default: stdout).")] = None,
+          force: Annotated[bool, typer.Option(help="Overwrite an existing output file.")] = False,
+          verify: Annotated[bool, typer.Option(
+              "--verify", help="Run the script and report whether it reproduces.")] = False,
+          rules: RulesOpt = None) -> None:
+    """Write a standalone repro script for the cause diagnosed in LOG."""
+    from minrepro.render import render_repro, write_script
+
+    diagnosis = _diagnose(log, rules)
+    _echo_warnings(diagnosis)
+    if not diagnosis.diagnosed:
+        typer.echo(f"minrepro: {diagnosis.summary}", err=True)
+        raise typer.Exit(ExitCode.NO_KNOWN_CAUSE)
+    text = render_repro(diagnosis)
+    if output is not None:
+        write_script(text, output, force=force)
+        typer.echo(f"minrepro: wrote {output} ({diagnosis.cause})", err=True)
+    else:
+        typer.echo(text, nl=False)
+    if verify:
+        _verify_text(text, output)
+    raise typer.Exit(ExitCode.DIAGNOSED)
+
+
+def _verify_text(text: str, written: Optional[Path]) -> None:
+    from minrepro.verify import verify_script
+
+    if written is not None:
+        result = verify_script(written)
+    else:
+        with tempfile.TemporaryDirectory(prefix="minrepro-") as tmp:
+            path = Path(tmp) / "repro.py"
+            path.write_text(text, encoding="utf-8")
+            result = verify_script(path)
+    typer.echo(f"minrepro: verify: {result.outcome} (exit {result.exit_code}):"
+               f" {result.last_line}", err=True)
+
+
+@app.command()
+def verify(script: Annotated[Path, typer.Argument(help="A repro script written by minrepro.")],
+           fixed: Annotated[bool, typer.Option(
+               "--fixed", help="Run with the fix applied; success is NOT REPRODUCED.")] = False,
+           timeout: Annotated[float, typer.Option(help="Seconds before the run is killed.")] = 120.0,
+           device: Annotated[Optional[str], typer.Option(help="cpu or cuda.")] = None) -> None:
+    """Run SCRIPT and say: reproduced / not reproduced / cannot test here / error.
+
+    Exit 0 when the outcome is the expected one (reproduced; with --fixed, not reproduced),
+    1 when it is the other one, 125 when it cannot be tested here, 2 on an error.
+    """
+    from minrepro.verify import verify_script
+
+    if not script.is_file():
+        raise typer.BadParameter(f"{script}: no such file", param_hint="SCRIPT")
+    result = verify_script(script, fixed=fixed, timeout=timeout, device=device)
+    typer.echo(f"{result.outcome}: exit {result.exit_code} in {result.seconds:.1f}s:"
+               f" {result.last_line}")
+    expected = "not_reproduced" if fixed else "reproduced"
+    other = "reproduced" if fixed else "not_reproduced"
+    codes = {expected: 0, other: 1, "cannot_test": int(ExitCode.CANNOT_TEST)}
+    raise typer.Exit(codes.get(result.outcome, int(ExitCode.USAGE)))
+
+
+@app.command()
+def report(log: LogArg,
+           output: Annotated[Optional[Path], typer.Option(
+               "-o", "--output", help="Write the Markdown here (default: stdout).")] = None,
+           force: Annotated[bool, typer.Option(help="Overwrite an existing output file.")] = False,
+           verify: Annotated[bool, typer.Option(help="Run the repro and include the result.")] = False,
+           redact: Annotated[bool, typer.Option(
+               help="Mask home paths, user and host names, IPs.")] = True,
+           rules: RulesOpt = None) -> None:
+    """A Markdown bug report: diagnosis, evidence, repro script, environment, traceback."""
+    from minrepro.report import build_report_for_log
+
+    diagnosis = _diagnose(log, rules)
+    _echo_warnings(diagnosis)
+    text = build_report_for_log(log, diagnosis, verify=verify, redact=redact)
+    if output is not None:
+        from minrepro.render import write_text
+
+        write_text(text, output, force=force)
+    else:
+        typer.echo(text, nl=False)
+    raise typer.Exit(ExitCode.DIAGNOSED if diagnosis.diagnosed else ExitCode.NO_KNOWN_CAUSE)
+
+
+@app.command()
+def env(json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """Report this machine's environment (OS, Python, torch, CUDA, GPUs, env vars, packages)."""
+    from minrepro.envreport import collect_env, env_to_json, format_env_text
+
+    report_ = collect_env()
+    if json_:
+        typer.echo(json.dumps(env_to_json(report_), indent=2))
+    else:
+        typer.echo(format_env_text(report_), nl=False)
+
+
+@app.command()
+def rules(rule_id: Annotated[Optional[str], typer.Argument(
+              metavar="[ID]", help="A rule id (MR-MEM-002) or cause name to explain.")] = None,
+          extra: RulesOpt = None) -> None:
+    """List the rules, or explain one."""
+    from minrepro.rulepack import describe_rule, list_rules, load_rules
+
+    loaded = load_rules([str(r) for r in extra or ()])
+    if rule_id is None:
+        typer.echo(list_rules(loaded), nl=False)
+        return
+    matches = [r for r in loaded if rule_id in (r.id, r.cause)]
+    if not matches:
+        raise MinreproError(f"no rule {rule_id!r}; `minrepro rules` lists them")
+    typer.echo("\n".join(describe_rule(r) for r in matches), nl=False)
+
+
+def main() -> None:
+    """Console entry point: one line on stderr for any error, never a traceback."""
+    code: int = 0
+    try:
+        returned = app(standalone_mode=False)
+        code = returned if isinstance(returned, int) else 0
+    except MinreproError as err:
+        typer.echo(f"minrepro: error: {err}", err=True)
+        code = ExitCode.USAGE
+    except click.exceptions.Exit as done:
+        code = done.exit_code
+    except click.ClickException as err:
+        err.show()
+        code = ExitCode.USAGE
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        typer.echo("minrepro: interrupted", err=True)
+        code = 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
+    except Exception as err:  # noqa: BLE001 - the contract is one line, never a traceback
+        if os.environ.get("MINREPRO_DEBUG"):
+            raise
+        typer.echo(f"minrepro: internal error: {type(err).__name__}: {err}"
+                   " (MINREPRO_DEBUG=1 shows the traceback)", err=True)
+        code = ExitCode.USAGE
+    sys.exit(int(code))

@@ -1,0 +1,147 @@
+"""Score findings into one Diagnosis with ranked alternatives.
+
+Findings for the same cause (a rule's regex hits, an analyzer's curve reading) are combined as
+independent evidence. A finding that explains another cause damps it (a fragmented allocator
+explains the OOM; a memory leak explains the OOM it ends in). A cascade (an NCCL watchdog on
+the ranks that waited for a crashed one) loses to the crash. Below THRESHOLD: no known cause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from minrepro.model import Alternative, Diagnosis, Finding, ParamValue
+from minrepro.rulepack import Rule
+
+THRESHOLD = 0.5  # the least confidence at which a cause is named
+DAMPING = 0.5  # what a superseded or cascading finding keeps of its score
+MAX_EVIDENCE = 8
+
+_DTYPES = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16",
+           "long": "int64", "int": "int32", "c10::half": "float16", "c10::bfloat16": "bfloat16",
+           "float32": "float32", "float64": "float64", "float16": "float16", "int64": "int64"}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the pipeline saw besides findings: used to explain and to enrich the diagnosis."""
+
+    source: str = ""
+    env: dict[str, str] | None = None
+    loss_curve: tuple[float, ...] = ()
+    tracebacks: tuple[tuple[int, int, str, str], ...] = ()  # (first_line, line, headline, text)
+    warnings: tuple[str, ...] = ()
+
+
+def decide(findings: Iterable[Finding], rules: Sequence[Rule], context: Context) -> Diagnosis:
+    by_cause = {rule.cause: rule for rule in reversed(rules)}  # the first rule of a cause wins
+    merged = _rank(_damp(_merge(findings)))
+    alternatives = tuple(Alternative(f.cause, f.category, f.score) for f in merged[1:4])
+    if not merged or merged[0].score < THRESHOLD:
+        return _undiagnosed(merged, alternatives, context)
+    best = merged[0]
+    rule = by_cause.get(best.cause)
+    return Diagnosis(
+        cause=best.cause, category=best.category, confidence=round(best.score, 2),
+        params=_normalise(dict(best.params)), evidence=best.evidence,
+        fix=rule.fix if rule else "", alternatives=alternatives,
+        rule_id=rule.id if rule else None, title=rule.title if rule else best.cause,
+        variant=best.variant, summary=rule.title if rule else "",
+        source=context.source, env=dict(context.env or {}), loss_curve=context.loss_curve,
+        traceback=_nearest_traceback(context.tracebacks, best.first_line),
+        warnings=context.warnings,
+    )
+
+
+def _undiagnosed(merged: list[Finding], alternatives: tuple[Alternative, ...],
+                 context: Context) -> Diagnosis:
+    if context.tracebacks:
+        seen = f"the log ends in {context.tracebacks[-1][2]}"
+    elif merged:
+        seen = f"only weak signs of {merged[0].cause} (confidence {merged[0].score:.2f})"
+    else:
+        seen = "no error or failing metric was found"
+    alts = tuple(Alternative(f.cause, f.category, f.score) for f in merged[:3])
+    return Diagnosis(
+        cause=None, category=None, confidence=0.0, alternatives=alts or alternatives,
+        summary=f"no known training-failure cause: {seen}", source=context.source,
+        env=dict(context.env or {}), loss_curve=context.loss_curve,
+        traceback=context.tracebacks[-1][3] if context.tracebacks else "",
+        warnings=context.warnings,
+    )
+
+
+def _merge(findings: Iterable[Finding]) -> list[Finding]:
+    groups: dict[str, list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault(finding.cause, []).append(finding)
+    return [_combine(sorted(group, key=lambda f: -f.score)) for group in groups.values()]
+
+
+def _combine(group: list[Finding]) -> Finding:
+    missing = 1.0
+    for finding in group:
+        missing *= 1.0 - finding.score
+    params: dict[str, ParamValue] = {}
+    for finding in group:  # the strongest finding's values first
+        for name, value in finding.params:
+            params.setdefault(name, value)
+    evidence = {(e.line, e.text): e for f in group for e in f.evidence}
+    best = group[0]
+    return replace(
+        best, score=min(round(1.0 - missing, 3), 0.99),
+        first_line=min(f.first_line for f in group),
+        evidence=tuple(sorted(evidence.values(), key=lambda e: e.line))[:MAX_EVIDENCE],
+        params=tuple(params.items()),
+        severity="crash" if any(f.severity == "crash" for f in group) else best.severity,
+        variant=next((f.variant for f in group if f.variant), None),
+        cascade=all(f.cascade for f in group),
+        supersedes=tuple(sorted({c for f in group for c in f.supersedes})),
+    )
+
+
+def _damp(findings: list[Finding]) -> list[Finding]:
+    explained = {c for f in findings if f.score >= THRESHOLD for c in f.supersedes}
+    crashed = any(not f.cascade and f.severity == "crash" and f.score >= THRESHOLD
+                  for f in findings)
+    damped = []
+    for finding in findings:
+        factor = DAMPING if finding.cause in explained else 1.0
+        if finding.cascade and crashed:
+            factor *= DAMPING
+        damped.append(replace(finding, score=round(finding.score * factor, 3)))
+    return damped
+
+
+def _rank(findings: list[Finding]) -> list[Finding]:
+    """Highest score first; near-ties go to the failure that came first in the log."""
+    ordered = sorted(findings, key=lambda f: (-f.score, f.first_line))
+    if len(ordered) >= 2 and ordered[0].score - ordered[1].score < 0.05:
+        tied = [f for f in ordered if ordered[0].score - f.score < 0.05 and f.severity == "crash"]
+        if tied:
+            first = min(tied, key=lambda f: f.first_line)
+            ordered.remove(first)
+            ordered.insert(0, first)
+    return ordered
+
+
+def _normalise(params: dict[str, ParamValue]) -> dict[str, ParamValue]:
+    """Spell values the way templates expect them: dtypes as torch names, ops lower-case."""
+    for name in ("expected_dtype", "found_dtype"):
+        value = params.get(name)
+        if isinstance(value, str):
+            params[name] = _DTYPES.get(value.lower().removeprefix("torch."), value)
+    if isinstance(params.get("op"), str):
+        params["op"] = str(params["op"]).lower()
+    return params
+
+
+def _nearest_traceback(tracebacks: Sequence[tuple[int, int, str, str]], line: int) -> str:
+    """The traceback that holds `line`, else the first one after it, else the last one."""
+    for first, last, _, text in tracebacks:
+        if first <= line <= last:
+            return text
+    after = [t for t in tracebacks if t[0] >= line]
+    return (after[0] if after else tracebacks[-1])[3] if tracebacks else ""
+

@@ -1,0 +1,23 @@
+"""The one exception family of minrepro. The CLI catches MinreproError once."""
+
+from __future__ import annotations
+
+
+class MinreproError(Exception):
+    """Base class: str(err) is the one line the CLI prints."""
+
+
+class BadInputError(MinreproError):
+    """The log cannot be read: missing, a directory, unreadable, not text, corrupt archive."""
+
+
+class RulePackError(MinreproError):
+    """A rule pack is malformed; the message names file, rule id and key."""
+
+
+class RenderError(MinreproError):
+    """A repro script could not be rendered (unknown cause, bad value, invalid Python)."""
+
+
+class OutputError(MinreproError):
+    """An output file cannot be written (exists without --force, unwritable)."""

@@ -1,0 +1,168 @@
+"""Apply rule packs to a stream of lines, keeping bounded hit state, and turn hits into Findings.
+
+The caller owns the loop: `matcher.feed(line)` for every line, then `matcher.findings()`.
+A line is first checked against one alternation of every signal's literal hints; only the
+signals whose hints occur in it run their regex (with a timeout).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from minrepro.model import Evidence, Finding, Line, ParamValue
+from minrepro.rulepack import Rule, Signal
+from minrepro.extract.units import parse_duration_ms, parse_size
+
+REGEX_TIMEOUT_S = 0.25
+_KEEP_HITS = 6  # evidence kept per signal
+_KEEP_LINES = 64  # hit line numbers kept per signal, first and last, for proximity checks
+
+
+@dataclass(slots=True)
+class _Hit:
+    line: int
+    rank: int | None
+    text: str
+    groups: dict[str, str]
+
+
+@dataclass(slots=True)
+class _SignalState:
+    count: int = 0
+    hits: list[_Hit] = field(default_factory=list)
+    first_lines: list[int] = field(default_factory=list)
+    last_lines: deque[int] = field(default_factory=lambda: deque(maxlen=_KEEP_LINES))
+
+    def add(self, line: Line, groups: dict[str, str]) -> None:
+        self.count += 1
+        if len(self.hits) < _KEEP_HITS:
+            self.hits.append(_Hit(line.number, line.rank, line.text[:500], groups))
+        if len(self.first_lines) < _KEEP_LINES:
+            self.first_lines.append(line.number)
+        else:
+            self.last_lines.append(line.number)
+
+    def lines(self) -> list[int]:
+        return self.first_lines + list(self.last_lines)
+
+
+class RuleMatcher:
+    def __init__(self, rules: Iterable[Rule]) -> None:
+        self.rules = tuple(rules)
+        self.timeouts: set[str] = set()
+        self._state: dict[tuple[int, int], _SignalState] = {}
+        self._by_hint: dict[str, list[tuple[int, int, Signal]]] = {}
+        self._always: list[tuple[int, int, Signal]] = []
+        for r, rule in enumerate(self.rules):
+            for s, signal in enumerate(rule.signals):
+                for hint in signal.hints:
+                    self._by_hint.setdefault(hint, []).append((r, s, signal))
+                if not signal.hints:
+                    self._always.append((r, s, signal))
+        alternation = "|".join(re.escape(h) for h in sorted(self._by_hint, key=len, reverse=True))
+        self._prefilter = re.compile(alternation or r"(?!)", re.IGNORECASE)
+
+    def feed(self, line: Line) -> None:
+        text = line.text
+        candidates = self._always
+        if self._prefilter.search(text):
+            lowered = text.lower()
+            candidates = candidates + [c for hint, group in self._by_hint.items()
+                                       if hint in lowered for c in group]
+        done: set[tuple[int, int]] = set()
+        for r, s, signal in candidates:
+            if (r, s) in done:
+                continue
+            done.add((r, s))
+            self._try(r, s, signal, line)
+
+    def _try(self, r: int, s: int, signal: Signal, line: Line) -> None:
+        try:
+            match = signal.pattern.search(line.text, timeout=REGEX_TIMEOUT_S)
+        except TimeoutError:
+            self.timeouts.add(f"{self.rules[r].id}/{signal.name}")
+            return
+        if match:
+            groups = {k: v for k, v in match.groupdict().items() if v is not None}
+            self._state.setdefault((r, s), _SignalState()).add(line, groups)
+
+    def findings(self) -> list[Finding]:
+        found = (self._finding(r, rule) for r, rule in enumerate(self.rules))
+        return [f for f in found if f is not None]
+
+    def _finding(self, r: int, rule: Rule) -> Finding | None:
+        states = {s: self._state[(r, s)] for s in range(len(rule.signals)) if (r, s) in self._state}
+        primary = [s for s in states if rule.signals[s].role == "primary"]
+        if not primary:
+            return None
+        primary_lines = sorted({n for s in primary for n in states[s].lines()})
+        counted = [s for s in states
+                   if s in primary or _near(states[s].lines(), primary_lines,
+                                            rule.signals[s].within)]
+        score = _combine(rule.signals, counted)
+        best = max(primary, key=lambda s: (rule.signals[s].weight, -states[s].hits[0].line))
+        ordered = sorted(counted, key=lambda s: -rule.signals[s].weight)
+        variant = next((rule.signals[s].variant for s in ordered if rule.signals[s].variant), None)
+        return Finding(
+            rule_id=rule.id, cause=rule.cause, category=rule.category, score=round(score, 3),
+            first_line=min(states[s].hits[0].line for s in primary),
+            evidence=_evidence(states, counted, rule), params=_params(rule, states, ordered),
+            severity=rule.signals[best].severity, variant=variant, cascade=rule.cascade,
+        )
+
+
+def _near(lines: list[int], anchors: list[int], within: int) -> bool:
+    return any(abs(a - b) <= within for a in lines for b in anchors)
+
+
+def _combine(signals: tuple[Signal, ...], counted: list[int]) -> float:
+    """Noisy-OR of the supporting weights, then each 'against' signal takes its share off."""
+    missing = 1.0
+    for s in counted:
+        if signals[s].role != "against":
+            missing *= 1.0 - signals[s].weight
+    score = 1.0 - missing
+    for s in counted:
+        if signals[s].role == "against":
+            score *= 1.0 - signals[s].weight
+    return min(score, 0.99)
+
+
+def _evidence(states: dict[int, _SignalState], counted: list[int], rule: Rule) -> tuple:
+    hits = {(h.line, h.text): h for s in counted if rule.signals[s].role != "against"
+            for h in states[s].hits}
+    chosen = sorted(hits.values(), key=lambda h: h.line)[:8]
+    return tuple(Evidence(line=h.line, text=h.text, rank=h.rank) for h in chosen)
+
+
+def _params(rule: Rule, states: dict[int, _SignalState], ordered: list[int]) -> tuple:
+    values: dict[str, ParamValue] = {}
+    for s in ordered:
+        for hit in states[s].hits:
+            for name, raw in hit.groups.items():
+                if name not in values:
+                    value = convert(raw, rule.param_type(name) or "str")
+                    if value is not None:
+                        values[name] = value
+    return tuple(values.items())
+
+
+def convert(raw: str, kind: str) -> ParamValue | None:
+    """A captured string as the declared param type; None when it does not parse."""
+    raw = raw.strip()
+    try:
+        if kind == "int":
+            return int(raw.replace(",", ""))
+        if kind == "float":
+            value = float(raw)
+            return value if value == value and abs(value) != float("inf") else None
+        if kind == "bytes":
+            return parse_size(raw)
+        if kind == "duration_ms":
+            return parse_duration_ms(raw) if ":" in raw else int(float(raw))
+    except ValueError:
+        return None
+    return raw[:200]

@@ -1,0 +1,120 @@
+"""The diagnose path, one direction: reader -> extractors + rules -> analyzers -> decide.
+
+Streams: every stage keeps bounded state, so memory stays flat on a multi-GB log.
+Never imports torch.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Iterable, Iterator
+
+from minrepro.analyze import Analyzer, CurveAnalyzer, default_analyzers
+from minrepro.diagnose import Context, decide
+from minrepro.extract import default_extractors
+from minrepro.matcher import RuleMatcher
+from minrepro.model import Diagnosis, EnvFact, Event, Line, Traceback
+from minrepro.reader import LogReader
+from minrepro.rulepack import Rule, load_rules
+
+_KEEP_TRACEBACKS = 6  # the first few (the original failure) and the last (how it ended)
+_RECENT_LINES = 256  # lines kept to give multi-line events their own line's text
+
+
+class _Collector:
+    """Routes events to analyzers and keeps what the diagnosis reports besides findings."""
+
+    def __init__(self, analyzers: list[Analyzer]) -> None:
+        self.analyzers = analyzers
+        self.env: dict[str, str] = {}
+        self.tracebacks: list[tuple[int, int, str, str]] = []
+        self.last_traceback: tuple[int, int, str, str] | None = None
+        self.recent: deque[Line] = deque(maxlen=_RECENT_LINES)
+
+    def dispatch(self, event: Event, current: Line) -> None:
+        line = self._line_of(event, current)
+        if isinstance(event, EnvFact):
+            self.env.setdefault(event.key, event.value[:120])
+        elif isinstance(event, Traceback):
+            self._keep_traceback(event)
+        for analyzer in self.analyzers:
+            analyzer.feed(event, line)
+
+    def _line_of(self, event: Event, current: Line) -> Line:
+        number = getattr(event, "line", current.number)
+        if number == current.number:
+            return current
+        for line in reversed(self.recent):
+            if line.number == number:
+                return line
+        return Line(number=number, text="", rank=getattr(event, "rank", None))
+
+    def _keep_traceback(self, tb: Traceback) -> None:
+        headline = f"{tb.exc_type}: {tb.message.splitlines()[0] if tb.message else ''}".strip()
+        entry = (tb.first_line, tb.line, headline[:300], format_traceback(tb))
+        if len(self.tracebacks) < _KEEP_TRACEBACKS:
+            self.tracebacks.append(entry)
+        else:
+            self.last_traceback = entry
+
+    def all_tracebacks(self) -> tuple[tuple[int, int, str, str], ...]:
+        extra = (self.last_traceback,) if self.last_traceback else ()
+        return tuple(self.tracebacks) + extra
+
+
+def format_traceback(tb: Traceback) -> str:
+    lines = ["Traceback (most recent call last):"] if tb.frames else []
+    for frame in tb.frames:
+        where = f'  File "{frame.file}"' + (f", line {frame.lineno}" if frame.lineno else "")
+        lines.append(where + (f", in {frame.function}" if frame.function else ""))
+        if frame.code:
+            lines.append(f"    {frame.code}")
+    lines.append(f"{tb.exc_type}: {tb.message}" if tb.message else tb.exc_type)
+    return "\n".join(lines)
+
+
+def run_stages(lines: Iterable[Line], rules: tuple[Rule, ...]) -> tuple[list, _Collector,
+                                                                         RuleMatcher]:
+    matcher = RuleMatcher(rules)
+    extractors = default_extractors()
+    collector = _Collector(default_analyzers())
+    line = Line(number=0, text="")
+    for line in lines:
+        collector.recent.append(line)
+        matcher.feed(line)
+        for extractor in extractors:
+            for event in extractor.feed(line):
+                collector.dispatch(event, line)
+    for extractor in extractors:
+        for event in extractor.close():
+            collector.dispatch(event, line)
+    findings = matcher.findings()
+    for analyzer in collector.analyzers:
+        findings.extend(analyzer.findings())
+    return findings, collector, matcher
+
+
+def diagnose_lines(lines: Iterable[Line], *, rules: tuple[Rule, ...] | None = None,
+                   source: str = "", warnings: Iterable[str] = ()) -> Diagnosis:
+    rules = load_rules() if rules is None else rules
+    findings, collector, matcher = run_stages(lines, rules)
+    curve = next((a for a in collector.analyzers if isinstance(a, CurveAnalyzer)), None)
+    notes = list(warnings) + [f"rule pattern timed out: {name}" for name in sorted(matcher.timeouts)]
+    context = Context(source=source, env=collector.env, tracebacks=collector.all_tracebacks(),
+                      loss_curve=curve.loss_curve() if curve else (), warnings=tuple(notes))
+    return decide(findings, rules, context)
+
+
+def diagnose_log(source: str | os.PathLike[str], *, rule_dirs: Iterable[str] = (),
+                 reader: LogReader | None = None) -> Diagnosis:
+    """Diagnose the log at `source` (a path, '-' for stdin, or a gzip file)."""
+    rules = load_rules(rule_dirs)
+    reader = reader or LogReader(source)
+    lines: Iterator[Line] = iter(reader)
+    diagnosis = diagnose_lines(lines, rules=rules, source=reader.name)
+    if reader.warnings:
+        from dataclasses import replace
+
+        diagnosis = replace(diagnosis, warnings=tuple(reader.warnings) + diagnosis.warnings)
+    return diagnosis

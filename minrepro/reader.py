@@ -1,0 +1,234 @@
+"""Stream a log as `Line` records, in bounded memory.
+
+Input: a path, '-' (stdin) or a gzip file (detected by its magic bytes, not its name).
+Each physical line is split on '\\r' (progress bars rewrite one line hundreds of times), decoded
+(bad UTF-8 replaced, UTF-16 with a BOM transcoded), ANSI-stripped, capped in length, and its
+rank prefix ("[rank3]:", "[default0]:", "3: ", "(Runner pid=1)") moved into `Line.rank`.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+import sys
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from minrepro.errors import BadInputError
+from minrepro.model import Line
+
+CHUNK_BYTES = 1 << 20
+MAX_LINE_BYTES = 16 * 1024  # longer records are cut here and flagged `truncated`
+_SNIFF_BYTES = 8192
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_RANK_PREFIX = re.compile(
+    r"^(?:\[\d+\]\s+)?"  # a line-number prefix some launchers add: "[80746] "
+    r"(?:\[(?:rank|default)(?P<r1>\d{1,5})\]:?"  # torchrun: "[rank3]:" / "[default0]:"
+    r"|\[\d+,(?P<r2>\d{1,5})\]<std(?:out|err)>:"  # mpirun --tag-output: "[1,3]<stderr>:"
+    r"|(?P<r3>\d{1,4}): "  # srun --label / torchrun --tee: "3: "
+    r"|\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\) )"  # Ray workers: "(RayTrainWorker pid=123, ip=..)"
+    r" ?"
+)
+
+
+class LogReader:
+    """Iterate over the records of one log. `warnings` fills as problems are met."""
+
+    def __init__(self, source: str | os.PathLike[str], *, max_line_bytes: int = MAX_LINE_BYTES,
+                 chunk_bytes: int = CHUNK_BYTES, stdin: BinaryIO | None = None) -> None:
+        self.source = str(source)
+        self.name = "<stdin>" if self.source == "-" else Path(self.source).name
+        self.max_line_bytes = max_line_bytes
+        self.chunk_bytes = chunk_bytes
+        self._stdin = stdin
+        self.warnings: list[str] = []
+        self.bytes_read = 0  # raw bytes read from the file (compressed for .gz)
+        self.total_bytes: int | None = None
+        self.truncated_lines = 0
+
+    def __iter__(self) -> Iterator[Line]:
+        stream = self._open()
+        try:
+            yield from self._records(self._decoded_chunks(stream))
+        finally:
+            if stream is not self._stdin and stream is not sys.stdin.buffer:
+                stream.close()
+
+    # --- opening ------------------------------------------------------------------------
+
+    def _open(self) -> BinaryIO:
+        if self.source == "-":
+            return self._stdin or sys.stdin.buffer
+        path = Path(self.source)
+        try:
+            if path.is_dir():
+                raise BadInputError(f"{self.source}: is a directory, not a log file")
+            stream = open(path, "rb")  # noqa: SIM115 - closed in __iter__
+            self.total_bytes = os.fstat(stream.fileno()).st_size
+            return stream
+        except FileNotFoundError:
+            raise BadInputError(f"{self.source}: no such file") from None
+        except PermissionError:
+            raise BadInputError(f"{self.source}: permission denied") from None
+        except OSError as err:
+            raise BadInputError(f"{self.source}: cannot read ({err.strerror or err})") from None
+
+    def _raw_chunks(self, stream: BinaryIO) -> Iterator[bytes]:
+        while True:
+            try:
+                chunk = stream.read(self.chunk_bytes)
+            except OSError as err:
+                raise BadInputError(f"{self.source}: read failed ({err.strerror or err})") from None
+            if not chunk:
+                return
+            self.bytes_read += len(chunk)
+            yield chunk
+
+    def _decoded_chunks(self, stream: BinaryIO) -> Iterator[bytes]:
+        """Raw chunks, gunzipped and transcoded to UTF-8 where needed."""
+        chunks = self._raw_chunks(stream)
+        first = next(chunks, b"")
+        if first[:2] == b"\x1f\x8b":
+            chunks = self._gunzip(_chain(first, chunks))
+            first = next(chunks, b"")
+        encoding = _utf16_encoding(first)
+        if encoding:
+            yield from _transcode_utf16(_chain(first, chunks), encoding)
+            return
+        _refuse_binary(first, self.source)
+        yield first.removeprefix(codecs.BOM_UTF8)
+        yield from chunks
+
+    def _gunzip(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        produced = 0
+        for chunk in chunks:
+            while chunk:
+                try:
+                    data = inflater.decompress(chunk)
+                except zlib.error as err:
+                    if not produced:
+                        raise BadInputError(f"{self.source}: corrupt gzip data ({err})") from None
+                    self.warnings.append(f"{self.name}: gzip data corrupt after {produced} bytes;"
+                                         " diagnosed what was readable")
+                    return
+                produced += len(data)
+                yield data
+                chunk = inflater.unused_data  # a further gzip member follows
+                if chunk:
+                    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        if not inflater.eof:
+            self.warnings.append(f"{self.name}: truncated gzip file, read {produced} bytes;"
+                                 " diagnosed what was readable")
+
+    # --- splitting into records ---------------------------------------------------------
+
+    def _records(self, chunks: Iterator[bytes]) -> Iterator[Line]:
+        number = 1
+        pending = b""
+        skipping = False  # inside an over-long record whose head was already emitted
+        for chunk in chunks:
+            pending += chunk
+            lines = pending.split(b"\n")
+            pending = lines.pop()
+            for raw in lines:
+                if skipping:
+                    raw, skipping = _after_separator(raw), False
+                yield from self._segments(raw, number)
+                number += 1
+            if len(pending) > self.max_line_bytes:
+                head, skip_rest = self._flush_long(pending)
+                if not skipping:
+                    yield from self._segments(head, number)
+                pending, skipping = (b"", True) if skip_rest else (pending[len(head):], skipping)
+        if pending and not skipping:
+            yield from self._segments(pending, number)
+
+    def _flush_long(self, pending: bytes) -> tuple[bytes, bool]:
+        """Split an over-long unfinished line: emit complete '\\r' segments, or cut the head."""
+        cut = pending.rfind(b"\r")
+        if cut >= 0 and len(pending) - cut <= self.max_line_bytes:
+            return pending[: cut + 1], False
+        return pending, True
+
+    def _segments(self, raw: bytes, number: int) -> Iterator[Line]:
+        for segment in raw.split(b"\r") if b"\r" in raw else (raw,):
+            truncated = len(segment) > self.max_line_bytes
+            if truncated:
+                self.truncated_lines += 1
+                segment = segment[: self.max_line_bytes]
+            text = _clean(segment)
+            if not text.strip():
+                continue
+            rank, text = split_rank(text)
+            yield Line(number=number, text=text, rank=rank, truncated=truncated)
+
+
+def split_rank(text: str) -> tuple[int | None, str]:
+    """Move a launcher's rank prefix out of the text: "[rank3]: x" -> (3, "x")."""
+    if not text or not (text[0] in "[(" or text[0].isdigit()):
+        return None, text
+    match = _RANK_PREFIX.match(text)
+    if not match:
+        return None, text
+    digits = match.group("r1") or match.group("r2") or match.group("r3")
+    return (int(digits) if digits else None), text[match.end():]
+
+
+def iter_lines(source: str | os.PathLike[str], **options: int) -> Iterator[Line]:
+    """Convenience: the records of `source` (see LogReader)."""
+    return iter(LogReader(source, **options))
+
+
+def _clean(segment: bytes) -> str:
+    text = segment.decode("utf-8", "replace")
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return text.rstrip()
+
+
+def _after_separator(raw: bytes) -> bytes:
+    """The part of a physical line after the over-long record that was already cut."""
+    cut = raw.find(b"\r")
+    return raw[cut + 1:] if cut >= 0 else b""
+
+
+def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
+
+
+def _utf16_encoding(head: bytes) -> str | None:
+    """'utf-16' for a BOM, 'utf-16-le'/'-be' for BOM-less text that is mostly ASCII."""
+    if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        return "utf-16"
+    sample = head[:_SNIFF_BYTES] if len(head) >= 64 else b""
+    half = len(sample) // 2
+    if half and sample[1::2].count(0) > 0.9 * half and sample[0::2].count(0) < 0.1 * half:
+        return "utf-16-le"
+    if half and sample[0::2].count(0) > 0.9 * half and sample[1::2].count(0) < 0.1 * half:
+        return "utf-16-be"
+    return None
+
+
+def _transcode_utf16(chunks: Iterator[bytes], encoding: str) -> Iterator[bytes]:
+    decoder = codecs.getincrementaldecoder(encoding)("replace")
+    for chunk in chunks:
+        yield decoder.decode(chunk).encode("utf-8")
+    yield decoder.decode(b"", final=True).encode("utf-8")
+
+
+def _refuse_binary(head: bytes, source: str) -> None:
+    """Reject data that is clearly not text (images, archives, model checkpoints)."""
+    sample = head[:_SNIFF_BYTES]
+    if not sample:
+        return
+    controls = sum(sample.count(bytes([c])) for c in (0, 1, 2, 3, 4, 5, 6, 14, 15, 16, 17, 127))
+    if controls / len(sample) > 0.10:
+        raise BadInputError(f"{source}: not a text log (binary data)")

@@ -1,0 +1,252 @@
+"""Rule packs: YAML data, one file per cause, validated when loaded.
+
+A rule file looks like::
+
+    id: MR-CONV-001                # stable, never renumbered
+    cause: position_overflow       # spelled as in DESIGN.md
+    category: convergence
+    title: Input longer than the position-embedding table
+    explanation: ...
+    fix: ...
+    references: [https://...]
+    params: {seq_len: int, max_positions: int}
+    signals:
+      - name: hf-size-mismatch
+        pattern: 'The size of tensor a \\((?P<seq_len>\\d+)\\) must match ...'
+        hint: The size of tensor     # literal(s) a line must contain before the regex runs
+        weight: 0.6                  # evidence strength, combined as a noisy-OR
+        role: primary                # primary | support | against
+        severity: crash              # crash | symptom | warning | prose
+        within: 40                   # support/against: counts only this near a primary hit
+        variant: hf_buffer           # the repro variant this evidence points to
+    examples: {match: [...], no_match: [...]}
+
+Errors name the file, the rule id and the key: `cuda_oom.yaml: MR-MEM-002: signals[1].weight:
+should be a number in 0..1`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import regex
+import yaml
+
+from minrepro.errors import RulePackError
+from minrepro.taxonomy import CATEGORY_OF
+
+BUILTIN_DIR = Path(__file__).parent / "rules"
+
+PARAM_TYPES = ("int", "float", "bytes", "duration_ms", "str")
+ROLES = ("primary", "support", "against")
+SEVERITIES = ("crash", "symptom", "warning", "prose")
+_RULE_KEYS = {"id", "cause", "category", "title", "explanation", "fix", "references", "params",
+              "signals", "examples", "cascade"}
+_SIGNAL_KEYS = {"name", "pattern", "hint", "weight", "role", "severity", "within", "variant",
+                "ignore_case"}
+_REQUIRED = ("id", "cause", "category", "title", "explanation", "fix", "signals")
+_ID = regex.compile(r"MR-(?:MEM|CONV|SPD|PREC|ENV|USR)-\d{3}")
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    name: str
+    pattern: regex.Pattern[str]
+    hints: tuple[str, ...]  # lower-case literals; empty = run on every line
+    weight: float
+    role: str = "primary"
+    severity: str = "crash"
+    within: int = 40
+    variant: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    cause: str
+    category: str
+    title: str
+    explanation: str
+    fix: str
+    signals: tuple[Signal, ...]
+    params: tuple[tuple[str, str], ...] = ()  # (name, type)
+    references: tuple[str, ...] = ()
+    examples_match: tuple[str, ...] = ()
+    examples_no_match: tuple[str, ...] = ()
+    cascade: bool = False  # a consequence of another rank's failure (NCCL watchdog, ...)
+    source: str = ""  # file name, for messages
+
+    def param_type(self, name: str) -> str | None:
+        return dict(self.params).get(name)
+
+
+class _Checker:
+    """Validates one rule mapping, raising RulePackError with file, rule id and key."""
+
+    def __init__(self, path: Path, data: Any) -> None:
+        self.where = path.name
+        self.rule_id = data.get("id", "?") if isinstance(data, dict) else "?"
+        if not isinstance(data, dict):
+            self.fail("", "the file should hold one mapping (a rule)")
+        self.data = data
+
+    def fail(self, key: str, problem: str) -> None:
+        raise RulePackError(f"{self.where}: {self.rule_id}: {key or 'rule'}: {problem}")
+
+    def text(self, mapping: dict, key: str, prefix: str = "", required: bool = True) -> str:
+        value = mapping.get(key)
+        if value is None and not required:
+            return ""
+        if not isinstance(value, str) or not value.strip():
+            self.fail(prefix + key, "should be a non-empty string")
+        return value.strip()
+
+    def rule(self) -> Rule:
+        data = self.data
+        self._keys(data, _RULE_KEYS, "")
+        for key in _REQUIRED:
+            if key not in data:
+                self.fail(key, "is required")
+        rule_id, cause, category = (self.text(data, k) for k in ("id", "cause", "category"))
+        if not _ID.fullmatch(rule_id):
+            self.fail("id", f"{rule_id!r} should look like MR-MEM-001 (MEM|CONV|SPD|PREC|ENV|USR)")
+        if cause not in CATEGORY_OF:
+            self.fail("cause", f"unknown cause {cause!r}; see the taxonomy in DESIGN.md")
+        if CATEGORY_OF[cause] != category:
+            self.fail("category", f"{cause} belongs to {CATEGORY_OF[cause]!r}, not {category!r}")
+        params = self._params(data.get("params") or {})
+        signals = data["signals"]
+        if not isinstance(signals, list) or not signals:
+            self.fail("signals", "should be a non-empty list")
+        examples = data.get("examples") or {}
+        self._keys(examples, {"match", "no_match"}, "examples.")
+        return Rule(
+            id=rule_id, cause=cause, category=category, title=self.text(data, "title"),
+            explanation=self.text(data, "explanation"), fix=self.text(data, "fix"),
+            signals=tuple(self._signal(s, i, dict(params)) for i, s in enumerate(signals)),
+            params=params, references=self._strings(data, "references"),
+            examples_match=self._strings(examples, "match", "examples."),
+            examples_no_match=self._strings(examples, "no_match", "examples."),
+            cascade=self._bool(data, "cascade"), source=self.where,
+        )
+
+    def _keys(self, mapping: Any, allowed: set[str], prefix: str) -> None:
+        if not isinstance(mapping, dict):
+            self.fail(prefix.rstrip("."), "should be a mapping")
+        for key in mapping:
+            if key not in allowed:
+                self.fail(f"{prefix}{key}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+
+    def _strings(self, mapping: dict, key: str, prefix: str = "") -> tuple[str, ...]:
+        value = mapping.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.fail(prefix + key, "should be a list of strings")
+        return tuple(value)
+
+    def _bool(self, mapping: dict, key: str, prefix: str = "") -> bool:
+        value = mapping.get(key, False)
+        if not isinstance(value, bool):
+            self.fail(prefix + key, "should be true or false")
+        return value
+
+    def _params(self, params: Any) -> tuple[tuple[str, str], ...]:
+        self._keys(params, set(params) if isinstance(params, dict) else set(), "params.")
+        for name, kind in params.items():
+            if kind not in PARAM_TYPES:
+                self.fail(f"params.{name}", f"type should be one of {', '.join(PARAM_TYPES)}")
+        return tuple(params.items())
+
+    def _signal(self, raw: Any, index: int, params: dict[str, str]) -> Signal:
+        key = f"signals[{index}]."
+        self._keys(raw, _SIGNAL_KEYS, key)
+        name, source = self.text(raw, "name", key), self.text(raw, "pattern", key)
+        flags = regex.IGNORECASE if self._bool(raw, "ignore_case", key) else 0
+        try:
+            pattern = regex.compile(source, flags | regex.VERSION0)
+        except regex.error as err:
+            self.fail(key + "pattern", f"bad regex: {err}")
+        for group in pattern.groupindex:
+            if group not in params:
+                self.fail(key + "pattern", f"named group {group!r} is not declared in params")
+        weight = raw.get("weight")
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight <= 1:
+            self.fail(key + "weight", "should be a number in (0, 1]")
+        role = raw.get("role", "primary")
+        if role not in ROLES:
+            self.fail(key + "role", f"should be one of {', '.join(ROLES)}")
+        severity = raw.get("severity", "crash")
+        if severity not in SEVERITIES:
+            self.fail(key + "severity", f"should be one of {', '.join(SEVERITIES)}")
+        within = raw.get("within", 40)
+        if isinstance(within, bool) or not isinstance(within, int) or within < 0:
+            self.fail(key + "within", "should be a non-negative integer (lines)")
+        hints = raw.get("hint", [])
+        hints = [hints] if isinstance(hints, str) else hints
+        if not isinstance(hints, list) or not all(isinstance(h, str) and h for h in hints):
+            self.fail(key + "hint", "should be a string or a list of non-empty strings")
+        variant = raw.get("variant")
+        if variant is not None and not isinstance(variant, str):
+            self.fail(key + "variant", "should be a string")
+        return Signal(name=name, pattern=pattern, hints=tuple(h.lower() for h in hints),
+                      weight=float(weight), role=role, severity=severity, within=within,
+                      variant=variant)
+
+
+def load_rule_file(path: Path) -> Rule:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise RulePackError(f"{path.name}: cannot read rule file ({err})") from None
+    except yaml.YAMLError as err:
+        raise RulePackError(f"{path.name}: invalid YAML ({_first_line(err)})") from None
+    return _Checker(path, data).rule()
+
+
+def load_rules(extra_dirs: Iterable[str | Path] = ()) -> tuple[Rule, ...]:
+    """The built-in rules, then the user's; a user rule may not reuse a built-in id."""
+    rules = _load_dir(BUILTIN_DIR)
+    seen = {rule.id: rule.source for rule in rules}
+    for directory in extra_dirs:
+        for rule in _load_dir(Path(directory)):
+            if rule.id in seen:
+                raise RulePackError(f"{rule.source}: {rule.id}: id: already defined by "
+                                    f"{seen[rule.id]} (a pack cannot override a built-in rule)")
+            seen[rule.id] = rule.source
+            rules += (rule,)
+    return rules
+
+
+def _load_dir(directory: Path) -> tuple[Rule, ...]:
+    if not directory.is_dir():
+        raise RulePackError(f"{directory}: rule directory not found")
+    rules: list[Rule] = []
+    seen: dict[str, str] = {}
+    for path in sorted(directory.rglob("*.yaml")):
+        rule = load_rule_file(path)
+        if rule.id in seen:
+            raise RulePackError(f"{path.name}: {rule.id}: id: duplicate of {seen[rule.id]}")
+        seen[rule.id] = path.name
+        rules.append(rule)
+    return tuple(rules)
+
+
+def _first_line(err: Exception) -> str:
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
+def list_rules(rules: Iterable[Rule]) -> str:
+    """One line a rule: id, category/cause, title."""
+    return "".join(f"{r.id:<12} {r.category + '/' + r.cause:<36} {r.title}\n"
+                   for r in sorted(rules, key=lambda r: r.id))
+
+
+def describe_rule(rule: Rule) -> str:
+    signals = "".join(f"  - {s.name} ({s.role}, weight {s.weight}): {s.pattern.pattern}\n"
+                      for s in rule.signals)
+    refs = "".join(f"  {ref}\n" for ref in rule.references)
+    return (f"{rule.id}  {rule.category}/{rule.cause}  ({rule.source})\n{rule.title}\n\n"
+            f"{rule.explanation}\n\nfix: {rule.fix}\n\nsignals:\n{signals}"
+            + (f"\nreferences:\n{refs}" if refs else ""))
