@@ -88,9 +88,13 @@ def _combine(group: list[Finding]) -> Finding:
         for name, value in finding.params:
             params.setdefault(name, value)
     evidence = {(e.line, e.text): e for f in group for e in f.evidence}
+    damping = 1.0
+    for finding in group:
+        damping *= finding.damping
+    group = [f for f in group if f.score > 0] or group  # a pure veto carries no evidence
     best = group[0]
     return replace(
-        best, score=min(round(1.0 - missing, 3), 0.99),
+        best, score=min(round((1.0 - missing) * damping, 3), 0.99), damping=1.0,
         first_line=min(f.first_line for f in group),
         evidence=tuple(sorted(evidence.values(), key=lambda e: e.line))[:MAX_EVIDENCE],
         params=tuple(params.items()),

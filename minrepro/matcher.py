@@ -96,8 +96,10 @@ class RuleMatcher:
     def _finding(self, r: int, rule: Rule) -> Finding | None:
         states = {s: self._state[(r, s)] for s in range(len(rule.signals)) if (r, s) in self._state}
         primary = [s for s in states if rule.signals[s].role == "primary"]
+        against = [s for s in states if rule.signals[s].role == "against"]
         if not primary:
-            return None
+            # Evidence against a cause still vetoes what analyzers say of it.
+            return _veto(rule, _damping(rule.signals, against)) if against else None
         primary_lines = sorted({n for s in primary for n in states[s].lines()})
         counted = [s for s in states
                    if s in primary or _near(states[s].lines(), primary_lines,
@@ -111,6 +113,8 @@ class RuleMatcher:
             first_line=min(states[s].hits[0].line for s in primary),
             evidence=_evidence(states, counted, rule), params=_params(rule, states, ordered),
             severity=rule.signals[best].severity, variant=variant, cascade=rule.cascade,
+            supersedes=rule.supersedes,
+            damping=_damping(rule.signals, [s for s in counted if s in against]),
         )
 
 
@@ -119,16 +123,25 @@ def _near(lines: list[int], anchors: list[int], within: int) -> bool:
 
 
 def _combine(signals: tuple[Signal, ...], counted: list[int]) -> float:
-    """Noisy-OR of the supporting weights, then each 'against' signal takes its share off."""
+    """Noisy-OR of the weights of the primary and supporting signals seen."""
     missing = 1.0
     for s in counted:
         if signals[s].role != "against":
             missing *= 1.0 - signals[s].weight
-    score = 1.0 - missing
-    for s in counted:
-        if signals[s].role == "against":
-            score *= 1.0 - signals[s].weight
-    return min(score, 0.99)
+    return min(1.0 - missing, 0.99)
+
+
+def _damping(signals: tuple[Signal, ...], against: list[int]) -> float:
+    """Each 'against' signal seen takes its weight's share off the cause's score."""
+    factor = 1.0
+    for s in against:
+        factor *= 1.0 - signals[s].weight
+    return factor
+
+
+def _veto(rule: Rule, damping: float) -> Finding:
+    return Finding(rule_id=rule.id, cause=rule.cause, category=rule.category, score=0.0,
+                   first_line=0, damping=damping)
 
 
 def _evidence(states: dict[int, _SignalState], counted: list[int], rule: Rule) -> tuple:

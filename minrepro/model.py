@@ -160,6 +160,7 @@ class Finding:
     variant: str | None = None  # which repro variant the evidence points to
     cascade: bool = False  # a consequence of another failure (NCCL watchdog, ChildFailedError)
     supersedes: tuple[str, ...] = ()  # causes this finding explains (fragmentation > plain OOM)
+    damping: float = 1.0  # evidence against the cause (a batch-size finder's expected OOM)
 
 
 @dataclass(frozen=True, slots=True)

@@ -229,6 +229,11 @@ def _refuse_binary(head: bytes, source: str) -> None:
     sample = head[:_SNIFF_BYTES]
     if not sample:
         return
-    controls = sum(sample.count(bytes([c])) for c in (0, 1, 2, 3, 4, 5, 6, 14, 15, 16, 17, 127))
-    if controls / len(sample) > 0.10:
+    controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
+    undecodable = sample.decode("utf-8", "replace").count("\ufffd")
+    if controls > 0.05 * len(sample) or undecodable > 0.3 * len(sample):
         raise BadInputError(f"{source}: not a text log (binary data)")
+
+
+# Control bytes that text logs do not contain (tab, newlines, form feed and ESC are allowed).
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27)) + b"\x7f"

@@ -44,7 +44,7 @@ PARAM_TYPES = ("int", "float", "bytes", "duration_ms", "str")
 ROLES = ("primary", "support", "against")
 SEVERITIES = ("crash", "symptom", "warning", "prose")
 _RULE_KEYS = {"id", "cause", "category", "title", "explanation", "fix", "references", "params",
-              "signals", "examples", "cascade"}
+              "signals", "examples", "cascade", "supersedes"}
 _SIGNAL_KEYS = {"name", "pattern", "hint", "weight", "role", "severity", "within", "variant",
                 "ignore_case"}
 _REQUIRED = ("id", "cause", "category", "title", "explanation", "fix", "signals")
@@ -77,6 +77,7 @@ class Rule:
     examples_match: tuple[str, ...] = ()
     examples_no_match: tuple[str, ...] = ()
     cascade: bool = False  # a consequence of another rank's failure (NCCL watchdog, ...)
+    supersedes: tuple[str, ...] = ()  # causes this one explains (a leak explains its OOM)
     source: str = ""  # file name, for messages
 
     def param_type(self, name: str) -> str | None:
@@ -130,7 +131,8 @@ class _Checker:
             params=params, references=self._strings(data, "references"),
             examples_match=self._strings(examples, "match", "examples."),
             examples_no_match=self._strings(examples, "no_match", "examples."),
-            cascade=self._bool(data, "cascade"), source=self.where,
+            cascade=self._bool(data, "cascade"), supersedes=self._causes(data, "supersedes"),
+            source=self.where,
         )
 
     def _keys(self, mapping: Any, allowed: set[str], prefix: str) -> None:
@@ -145,6 +147,13 @@ class _Checker:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             self.fail(prefix + key, "should be a list of strings")
         return tuple(value)
+
+    def _causes(self, mapping: dict, key: str) -> tuple[str, ...]:
+        causes = self._strings(mapping, key)
+        for cause in causes:
+            if cause not in CATEGORY_OF:
+                self.fail(key, f"unknown cause {cause!r}")
+        return causes
 
     def _bool(self, mapping: dict, key: str, prefix: str = "") -> bool:
         value = mapping.get(key, False)

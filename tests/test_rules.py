@@ -1,0 +1,88 @@
+"""Every rule's own examples, the prefilter hints, and the rule-pack schema (ok/fail files)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from minrepro.errors import RulePackError
+from minrepro.matcher import RuleMatcher
+from minrepro.model import Line
+from minrepro.rulepack import load_rule_file, load_rules
+from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF
+
+RULES = load_rules()
+SCHEMA_DIR = Path(__file__).parent / "rule_schema"
+
+
+def _primary_hits(rule, text: str) -> list[str]:
+    return [s.name for s in rule.signals if s.role == "primary" and s.pattern.search(text)]
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
+def test_rule_examples(rule) -> None:
+    assert rule.examples_match, f"{rule.id} has no 'match' examples"
+    for text in rule.examples_match:
+        assert _primary_hits(rule, text), f"{rule.id} should match: {text!r}"
+    for text in rule.examples_no_match:
+        assert not _primary_hits(rule, text), f"{rule.id} should not match: {text!r}"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
+def test_examples_pass_the_prefilter(rule) -> None:
+    """A signal whose regex matches must also be reached through its literal hints."""
+    for text in rule.examples_match:
+        matcher = RuleMatcher([rule])
+        matcher.feed(Line(number=1, text=text))
+        found = matcher.findings()
+        assert found and found[0].cause == rule.cause, f"{rule.id}: prefilter lost {text!r}"
+
+
+def test_every_builtin_signal_has_hints() -> None:
+    lacking = [f"{r.id}/{s.name}" for r in RULES for s in r.signals if not s.hints]
+    assert not lacking, f"signals without literal hints run on every line: {lacking}"
+
+
+def test_one_builtin_rule_per_cause_with_stable_ids() -> None:
+    causes = sorted(r.cause for r in RULES)
+    assert causes == sorted(ALL_CAUSES)
+    assert len({r.id for r in RULES}) == len(RULES)
+    for rule in RULES:
+        assert CATEGORY_OF[rule.cause] == rule.category
+        assert Path(rule.source).stem == rule.cause
+
+
+@pytest.mark.parametrize("path", sorted(SCHEMA_DIR.glob("*.ok.yaml")), ids=lambda p: p.name)
+def test_schema_ok(path: Path) -> None:
+    assert load_rule_file(path).id.startswith("MR-")
+
+
+@pytest.mark.parametrize("path", sorted(SCHEMA_DIR.glob("*.fail.yaml")), ids=lambda p: p.name)
+def test_schema_fail(path: Path) -> None:
+    expected = path.read_text(encoding="utf-8").splitlines()[0].removeprefix("# error:").strip()
+    with pytest.raises(RulePackError) as err:
+        load_rule_file(path)
+    message = str(err.value)
+    assert expected in message
+    assert message.startswith(path.name), "the error names the file first"
+
+
+def test_user_pack_cannot_override_builtin(tmp_path: Path) -> None:
+    pack = (SCHEMA_DIR / "minimal.ok.yaml").read_text(encoding="utf-8")
+    (tmp_path / "mine.yaml").write_text(pack.replace("MR-USR-001", "MR-MEM-002"))
+    with pytest.raises(RulePackError, match="already defined by cuda_oom.yaml"):
+        load_rules([tmp_path])
+
+
+def test_user_pack_duplicate_ids(tmp_path: Path) -> None:
+    pack = (SCHEMA_DIR / "minimal.ok.yaml").read_text(encoding="utf-8")
+    (tmp_path / "a.yaml").write_text(pack)
+    (tmp_path / "b.yaml").write_text(pack)
+    with pytest.raises(RulePackError, match="MR-USR-001: id: duplicate"):
+        load_rules([tmp_path])
+
+
+def test_user_pack_adds_a_rule(tmp_path: Path) -> None:
+    (tmp_path / "mine.yaml").write_text((SCHEMA_DIR / "minimal.ok.yaml").read_text())
+    assert any(r.id == "MR-USR-001" for r in load_rules([tmp_path]))
