@@ -1,0 +1,141 @@
+"""CUDA device-side assertion lines and out-of-memory reports.
+
+Formats (real texts, see tests/test_extract_cuda.py for sources):
+  /pytorch/aten/src/ATen/native/cuda/Indexing.cu:1141: indexSelectLargeIndex: block: [0,0,0],
+      thread: [0,0,0] Assertion `srcIndex < srcSelectDimSize` failed.
+  C:\\...\\NLLLoss2d.cu:106: block: [3,0,0], thread: [353,0,0] Assertion `t >= 0 ...` failed.
+      (Windows builds omit the kernel name)
+  old OOM (<= 2.0): CUDA out of memory. Tried to allocate X (GPU 0; Y total capacity;
+      Z already allocated; W free; V reserved in total by PyTorch)   ("; V cached)" before 1.5)
+  new OOM (2.1+): Tried to allocate X. GPU 0 has a total capacity of Y of which W is free. ...
+      Of the allocated memory Z is allocated by PyTorch, and U is reserved by PyTorch but
+      unallocated.   (reserved total = Z + U)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from minrepro.extract.units import SIZE, parse_size
+from minrepro.model import CudaAssert, Line, OomReport
+
+_ASSERT_RE = re.compile(
+    r"(?P<file>(?:[A-Za-z]:)?[^\s:]*\.(?:cuh?|hip|cpp|h)):(?P<lineno>\d+): "
+    r"(?:(?P<kernel>.*?): )?block: \[[\d, ]*\], thread: \[[\d, ]*\] "
+    r"Assertion `(?P<cond>.*?)` failed"
+)
+#: Each failing thread prints its own line; one event per distinct assertion is enough.
+_MAX_SEEN_ASSERTS = 256
+
+
+class CudaAssertExtractor:
+    """`file.cu:N: kernel: block: [..], thread: [..] Assertion `cond` failed.` -> CudaAssert."""
+
+    TRIGGERS = ("Assertion `",)
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[str, str, str, int | None]] = set()
+
+    def feed(self, line: Line) -> Sequence[CudaAssert]:
+        text = line.text
+        if "Assertion `" not in text:
+            return ()
+        match = _ASSERT_RE.search(text)
+        if match is None:
+            return ()
+        file = match["file"]
+        kernel = (match["kernel"] or "").strip()
+        key = (file, kernel, match["cond"], line.rank)
+        if key in self._seen:
+            return ()
+        if len(self._seen) < _MAX_SEEN_ASSERTS:
+            self._seen.add(key)
+        return (CudaAssert(line=line.number, file=file, kernel=kernel,
+                           condition=match["cond"], rank=line.rank),)
+
+    def close(self) -> Sequence[CudaAssert]:
+        return ()
+
+
+def _size_after(pattern: re.Pattern[str], text: str) -> int | None:
+    match = pattern.search(text)
+    return parse_size(match[1]) if match else None
+
+
+_S = f"({SIZE})"
+_REQUESTED = re.compile(rf"[Tt]ried to allocate {_S}")
+_DEVICE = re.compile(r"\(GPU (\d+);|GPU (\d+) has a total capac")
+_CAPACITY_OLD = re.compile(rf"{_S} total capacity")
+_CAPACITY_NEW = re.compile(rf"total capac\w* of {_S}")
+_FREE_OLD = re.compile(rf"{_S} free\b")
+_FREE_NEW = re.compile(rf"of which {_S} is free")
+_ALLOC_OLD = re.compile(rf"{_S} already allocated")
+_ALLOC_NEW = re.compile(rf"{_S} is allocated by PyTorch")
+_RESERVED_OLD = re.compile(rf"{_S} (?:reserved in total by PyTorch|cached\))")
+#: "CUDA error: out of memory", "HIP out of memory", "torch.OutOfMemoryError: ..."
+_OOM_WITHOUT_SIZES = re.compile(
+    r"(?:CUDA|HIP|XPU|MPS backend|NPU) (?:error: )?out of memory|OutOfMemoryError")
+_UNALLOCATED_NEW = re.compile(rf"{_S} is reserved by PyTorch but unallocated")
+
+
+class OomExtractor:
+    """CUDA/HIP out-of-memory messages -> OomReport (sizes in bytes)."""
+
+    TRIGGERS = ("out of memory", "ried to allocate")
+
+    def feed(self, line: Line) -> Sequence[OomReport]:
+        text = line.text
+        if "out of memory" not in text and "ried to allocate" not in text:
+            return ()
+        if "has a total capac" in text:
+            report = _parse_new(text, line)
+        elif _REQUESTED.search(text) and ("out of memory" in text or "(GPU " in text):
+            report = _parse_old(text, line)
+        elif _OOM_WITHOUT_SIZES.search(text):
+            report = OomReport(line=line.number, requested_bytes=None, rank=line.rank)
+        else:
+            return ()  # prose ("my GPU runs out of memory") is not a report
+        return (report,)
+
+    def close(self) -> Sequence[OomReport]:
+        return ()
+
+
+def _device(text: str) -> int | None:
+    match = _DEVICE.search(text)
+    if match is None:
+        return None
+    return int(match[1] or match[2])
+
+
+def _parse_old(text: str, line: Line) -> OomReport:
+    return OomReport(
+        line=line.number,
+        requested_bytes=_size_after(_REQUESTED, text),
+        capacity_bytes=_size_after(_CAPACITY_OLD, text),
+        free_bytes=_size_after(_FREE_OLD, text),
+        allocated_bytes=_size_after(_ALLOC_OLD, text),
+        reserved_bytes=_size_after(_RESERVED_OLD, text),
+        device_index=_device(text),
+        rank=line.rank,
+        fmt="old",
+    )
+
+
+def _parse_new(text: str, line: Line) -> OomReport:
+    allocated = _size_after(_ALLOC_NEW, text)
+    unallocated = _size_after(_UNALLOCATED_NEW, text)
+    # The new wording splits reserved memory; the old one printed the total. Store the total.
+    reserved = None if allocated is None or unallocated is None else allocated + unallocated
+    return OomReport(
+        line=line.number,
+        requested_bytes=_size_after(_REQUESTED, text),
+        capacity_bytes=_size_after(_CAPACITY_NEW, text),
+        free_bytes=_size_after(_FREE_NEW, text),
+        allocated_bytes=allocated,
+        reserved_bytes=reserved,
+        device_index=_device(text),
+        rank=line.rank,
+        fmt="new",
+    )

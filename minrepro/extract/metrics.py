@@ -1,0 +1,213 @@
+"""Training metrics printed by common loops -> MetricRecord with normalised names.
+
+Formats (sources cited in tests/test_extract_metrics.py):
+  HF Trainer dict     {'loss': 2.3026, 'grad_norm': 1.2, 'learning_rate': 5e-05, 'epoch': 0.5}
+                      (also JSON / fairseq with string values, full-width '：' and '，')
+  MetricLogger        Epoch: [1]  [1480/1504]  lr: 0.000012  closs: 0.9233 (0.9531) ...
+                      max mem: 51710
+  pytorch/examples    Epoch: [0][1760/5005]  Time 1.599 (2.648)  Data 1.296 (2.388)
+                      Loss 5.6502 (6.3792)
+  tqdm / Lightning    Epoch 1:  39%|...| 4846/12331 [05:59<09:15, 13.47it/s, loss=0.0136, v_num=1]
+  Keras-like          1875/1875 - 5s - loss: 0.3 - accuracy: 0.9 - val_loss: 0.4
+  plain step lines    step 100 | loss 2.31 | lr 1e-4,  iter 1: loss 11.0666, time: 13381.00ms,
+                      epoch 3 loss = 2.30,  Megatron "iteration 1/ 2500 | lm loss: 1.06E+01 | ..."
+The current value is taken, never the running average printed in parentheses.
+
+Name normalisation (lower-cased, ' ', '/', '-' -> '_'):
+  loss           loss, train_loss, training_loss, total_loss, loss_total, closs, lm_loss, tr_loss,
+                 reduced_train_loss, train_loss_step, avg_loss, loss_avg, train_lm_loss
+  eval_loss      eval_loss, val_loss, valid_loss, validation_loss, test_loss
+  learning_rate  lr, learning_rate, current_lr, cur_lr, lr_adam, lr_adamw, lr_sgd
+  grad_norm      grad_norm, gnorm, gradient_norm, total_norm
+  accuracy       acc, accuracy, train_acc, train_accuracy, acc1, acc@1, prec@1, top1, top1_acc
+  eval_*         eval_X / val_X / valid_X / validation_X / test_X -> 'eval_' + normalised X
+  epoch          epoch;   throughput  tqdm it/s (s/it -> 1/x)
+  data_time      data, data_time;   batch_time  time, batch_time, iter_time, step_time (ms -> s)
+  memory_mb      GPU memory: max mem, max_mem, mem, memory, max_memory, allocated_memory,
+                 memory_allocated, mem_alloc, gpu_mem, cuda_mem, gpu_memory, ... (G/GiB -> x1024)
+  rss_mb         host memory: rss, host_rss (G/GiB -> x1024)
+  loss_scale     loss_scale, loss scale
+  other names containing 'loss' pass through unchanged (cls_loss, loss_bbox, kl_loss).
+  step (MetricRecord.step, not a value): step, global_step, iter, iteration, it, num_updates,
+                 or else tqdm's count (`| 40/1849 [`), or else the first 'N/M' that is not an
+                 epoch counter ([1480/1504], 1875/1875).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from minrepro.extract.units import FLOAT, is_finite
+from minrepro.model import Line, MetricRecord
+
+_ALIASES: dict[str, str] = {
+    **dict.fromkeys(("loss", "train_loss", "training_loss", "total_loss", "loss_total", "closs",
+                     "lm_loss", "tr_loss", "reduced_train_loss", "train_loss_step", "avg_loss",
+                     "loss_avg", "train_lm_loss"), "loss"),
+    **dict.fromkeys(("lr", "learning_rate", "current_lr", "cur_lr", "lr_adam", "lr_adamw",
+                     "lr_sgd"), "learning_rate"),
+    **dict.fromkeys(("grad_norm", "gnorm", "gradient_norm", "total_norm"), "grad_norm"),
+    **dict.fromkeys(("acc", "accuracy", "train_acc", "train_accuracy", "acc1", "acc@1",
+                     "prec@1", "top1", "top1_acc"), "accuracy"),
+    "epoch": "epoch",
+    **dict.fromkeys(("data", "data_time"), "data_time"),
+    **dict.fromkeys(("time", "batch_time", "iter_time", "step_time"), "batch_time"),
+    **dict.fromkeys(("max_mem", "mem", "memory", "max_memory", "allocated_memory",
+                     "memory_allocated", "mem_alloc", "mem_allocated", "gpu_mem", "cuda_mem",
+                     "gpu_memory", "cuda_memory", "max_memory_allocated"), "memory_mb"),
+    **dict.fromkeys(("rss", "host_rss", "rss_mem"), "rss_mb"),
+    "loss_scale": "loss_scale",
+}
+_STEP_KEYS = frozenset(("step", "global_step", "iter", "iteration", "it", "num_updates",
+                        "train_global_step", "trainer_global_step"))
+_EVAL_PREFIXES = ("eval_", "val_", "valid_", "validation_", "test_")
+#: Values that alone do not make a metric line (an args dump prints `learning_rate=5e-05`).
+_SECONDARY = frozenset(("epoch", "data_time", "batch_time", "memory_mb", "learning_rate",
+                        "loss_scale"))
+_MAX_VALUES = 48
+
+_VALUE = rf"(?:tensor\()?(?P<val>{FLOAT})"
+_MULTIWORD = ("max mem|lm loss|learning rate|grad norm|loss scale|val loss|eval loss|train loss"
+              "|valid loss|total loss|test loss|val acc|data time|batch time")
+#: `key: value`, `key=value`, `key value`; the value must end the token (not `0.23.ckpt`,
+#: `1:52:15`, `4846/12331`, `2017-06`).
+_PAIR = re.compile(
+    rf"(?:^|(?<=[\s,|{{(\[;，>]))(?P<key>(?i:{_MULTIWORD})|[A-Za-z][\w@/\-]*?)"
+    rf"\s*(?:[:=：]\s*|\s+)\[?{_VALUE}(?:\s?(?P<unit>ms|MiB|MB|GiB|GB)\b|(?P<letter>[smMG%]))?"
+    r"(?!\.?[\w/\-]|:\d)")
+_DICT_PAIR = re.compile(rf"['\"](?P<key>[^'\"]{{1,60}})['\"]\s*[:：]\s*['\"]?{_VALUE}['\"]?")
+_THROUGHPUT = re.compile(r"(\d+(?:\.\d+)?)\s?(it/s|s/it)")
+_FRACTION = re.compile(r"(?<![\d/.:])(\d+)/\s*(\d+)(?![\d/.:])")
+#: The PyTorch CIFAR tutorial: `[2,  2400] loss: 1.209` is [epoch, batch].
+_EPOCH_BATCH = re.compile(r"\s*\[(\d+),\s+(\d+)\]")
+_TQDM_COUNT = re.compile(r"\|\s*(\d+)/(?:\d+|\?)\s*\[")
+_EPOCH_BEFORE = re.compile(r"[Ee]poch\s*[:=]?\s*\[?\s*$")
+_EPOCH = re.compile(r"[Ee]poch\s*[:=]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\]?")
+_ASSIGNMENT = re.compile(r"\s+[A-Za-z_][\w.]*\s*[-+*/]?=\s*\S+\s*$")
+_NOT_METRICS = ("Namespace(", "Arguments(", "Config(", "argparse")
+
+
+def normalise(key: str) -> str | None:
+    """A printed metric name -> its normalised name, or None when it is not a metric we keep."""
+    name = key.strip().lower().replace(" ", "_").replace("/", "_").replace("-", "_")
+    if name in _ALIASES:
+        return _ALIASES[name]
+    for prefix in _EVAL_PREFIXES:
+        if name.startswith(prefix) and len(name) > len(prefix):
+            rest = name[len(prefix):]
+            return "eval_" + _ALIASES.get(rest, rest)
+    if "loss" in name:
+        return name
+    return None
+
+
+class MetricExtractor:
+    """Metric lines of the formats in the module docstring -> MetricRecord."""
+
+    #: A line holding none of these is no metric line (must match `_may_hold_metrics`).
+    TRIGGERS = ("loss", "Loss", "LOSS", "acc", "Acc", "Prec", "it/s", "s/it", "lr", "learning",
+                "val", "norm", "top1")
+
+    def feed(self, line: Line) -> Sequence[MetricRecord]:
+        text = line.text
+        if not _may_hold_metrics(text):
+            return ()
+        record = parse_metrics(text, line)
+        return () if record is None else (record,)
+
+    def close(self) -> Sequence[MetricRecord]:
+        return ()
+
+
+def _may_hold_metrics(text: str) -> bool:
+    return ("loss" in text or "Loss" in text or "LOSS" in text or "acc" in text
+            or "Acc" in text or "Prec" in text or "it/s" in text or "s/it" in text
+            or "lr" in text or "learning" in text or "val" in text or "norm" in text
+            or "top1" in text)
+
+
+def parse_metrics(text: str, line: Line) -> MetricRecord | None:
+    """One line -> a MetricRecord, or None when the line holds no training metric."""
+    if text.startswith(_NOT_METRICS) or any(marker in text for marker in _NOT_METRICS):
+        return None
+    if _ASSIGNMENT.match(text):
+        return None  # an indented `loss = 0.0` is code, not a log record
+    values: dict[str, float] = {}
+    step: int | None = None
+    is_dict = "{" in text and ("'" in text or '"' in text)
+    pairs = _DICT_PAIR.finditer(text) if is_dict else _PAIR.finditer(text)
+    for match in pairs:
+        step = _take_pair(match, values, step)
+        if len(values) >= _MAX_VALUES:
+            break
+    if is_dict and "train_runtime" in text:
+        values.pop("loss", None)  # the Trainer's end-of-run summary averages the whole run
+    _take_throughput(text, values)
+    if "epoch" not in values and ("poch" in text):
+        epoch = _EPOCH.search(text)
+        if epoch:
+            values["epoch"] = float(epoch[1])
+    if step is None:
+        step = _fraction_step(text)
+    if not _is_record(values, step):
+        return None
+    return MetricRecord(line=line.number, values=tuple(values.items()), step=step,
+                        rank=line.rank)
+
+
+def _take_pair(match: re.Match[str], values: dict[str, float], step: int | None) -> int | None:
+    key = match["key"]
+    name = key.strip().lower().replace(" ", "_").replace("/", "_")
+    try:
+        value = float(match["val"])
+    except ValueError:
+        return step
+    if name in _STEP_KEYS:
+        return step if step is not None or not is_finite(value) else int(value)
+    normalised = normalise(key)
+    if normalised is None or normalised in values:
+        return step
+    groups = match.groupdict()
+    unit = groups.get("unit") or groups.get("letter")
+    values[normalised] = _in_base_unit(normalised, value, unit)
+    return step
+
+
+def _in_base_unit(name: str, value: float, unit: str | None) -> float:
+    if unit == "ms" and name in ("batch_time", "data_time"):
+        return value / 1000.0
+    if name in ("memory_mb", "rss_mb") and unit in ("G", "GB", "GiB"):
+        return value * 1024.0
+    return value
+
+
+def _take_throughput(text: str, values: dict[str, float]) -> None:
+    if "it/s" not in text and "s/it" not in text:
+        return
+    match = _THROUGHPUT.search(text)
+    if match is None:
+        return
+    rate = float(match[1])
+    if match[2] == "s/it":
+        rate = 1.0 / rate if rate else float("inf")
+    values.setdefault("throughput", rate)
+
+
+def _fraction_step(text: str) -> int | None:
+    if "/" not in text:
+        pair = _EPOCH_BATCH.match(text)
+        return int(pair[2]) if pair else None
+    tqdm = _TQDM_COUNT.search(text)
+    if tqdm:
+        return int(tqdm[1])
+    for match in _FRACTION.finditer(text):
+        if not _EPOCH_BEFORE.search(text, 0, match.start()):
+            return int(match[1])
+    return None
+
+
+def _is_record(values: dict[str, float], step: int | None) -> bool:
+    if any(name not in _SECONDARY for name in values):
+        return True
+    return "learning_rate" in values and (step is not None or "epoch" in values)

@@ -1,0 +1,161 @@
+"""Recognisers for the lines a Python traceback is made of, as real logs show them.
+
+Pasted logs are messy: frames lose their indentation or their newlines (several
+`File "..."` frames on one physical line), exception lines are wrapped in markdown
+(`_**RuntimeError: ...**_`, backticks) or follow a log prefix, Jupyter prints its own
+format. Each function here answers one question about one line; the state machine that
+strings them together is in traceback.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+from minrepro.model import Frame
+
+HEADER = "Traceback (most recent call last)"
+CAUSE_SEPARATOR = "The above exception was the direct cause"
+CONTEXT_SEPARATOR = "During handling of the above exception"
+
+#: A plausible exception class, optionally qualified: RuntimeError, torch.OutOfMemoryError,
+#: torch.distributed.elastic.multiprocessing.errors.ChildFailedError, KeyboardInterrupt ...
+#: Warnings are not exceptions here: a UserWarning is not a failure.
+_NAME = (r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)"
+         r"|Exception|StopIteration|StopAsyncIteration)")
+
+_MARKDOWN_LEAD = " \t>*_#`"
+_MARKDOWN_TRAIL = " \t*_`"
+
+_EXC_ANCHORED = re.compile(rf"(?P<type>{_NAME})(?::(?P<msg>.*)|\s*$)")
+_EXC_ANYWHERE = re.compile(rf"(?:^|(?<=[\s`'\"(\[>*_|:]))(?P<type>{_NAME}):(?P<msg>.*)")
+_CODE_KEYWORDS = ("except", "raise", "class", "import", "def", "isinstance", "catch", "with")
+
+_FRAME = re.compile(
+    r'File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func><[^>]*>|\S+))?(?P<rest>.*)')
+
+_CUT_FRAME = re.compile(
+    r'\s*(?P<file>[^"\s]+)", line (?P<lineno>\d+), in (?P<func><[^>]*>|\S+)(?P<rest>.*)')
+_JUPYTER_HEADER = re.compile(rf"\s*(?P<type>{_NAME})\s{{2,}}Traceback \(most recent call last\)")
+#: IPython 8: "File ~/x/linear.py:114, in Linear.forward(self, input)", "Cell In[5], line 1",
+#: "Input In [5], in <cell line: 1>()"; IPython 7: "~/x/linear.py in forward(self, input)".
+_JUPYTER_FRAME_NEW = re.compile(
+    r"(?:File )?(?P<file>\S.*?)(?::(?P<lineno>\d+),| line (?P<lineno2>\d+)|,) "
+    r"(?:in (?P<func><[^>]*>|[\w.<>]+))?")
+_JUPYTER_CELL = re.compile(r"(?P<file>(?:Cell|Input) In ?\[\d*\]), line (?P<lineno>\d+)")
+_JUPYTER_FRAME_OLD = re.compile(r"(?P<file>[^\s\d-].*?) in (?P<func><[^>]*>|[\w.]+)(?:\(.*\))?\s*$")
+_JUPYTER_ARROW = re.compile(r"\s*-*> ?(?P<lineno>\d+)\s?(?P<code>.*)")
+_JUPYTER_CONTEXT = re.compile(r"\s*\d+\b")
+
+_LOG_LINE = re.compile(
+    r"\s*(?:\[?\d{4}[-/]\d\d[-/]\d\d|\[?\d\d:\d\d:\d\d"
+    r"|\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b"
+    r"|[IWEF]\d{4} \d\d:|\d+%\||\{'|wandb:|```)")
+_ELISION = ("...", "\u2026", "< truncated", "[Previous line repeated", "<truncated")
+
+
+def strip_markdown(text: str) -> str:
+    return text.strip(_MARKDOWN_LEAD)
+
+
+def exception_at_start(text: str) -> tuple[str, str] | None:
+    """`RuntimeError: msg` at the start of the line (after indentation/markdown) -> (type, msg).
+
+    A name alone (`KeyboardInterrupt`) counts too; callers only accept that inside a traceback.
+    """
+    match = _EXC_ANCHORED.match(strip_markdown(text))
+    if match is None:
+        return None
+    return match["type"], clean_message(match["msg"] or "")
+
+
+def exception_anywhere(text: str) -> tuple[str, str] | None:
+    """The first `Name: msg` in the line that is not code (`except KeyError:`) -> (type, msg)."""
+    for match in _EXC_ANYWHERE.finditer(text):
+        before = text[: match.start()].rstrip(" (")
+        if before.endswith(_CODE_KEYWORDS):
+            continue
+        return match["type"], clean_message(match["msg"])
+    return None
+
+
+def clean_message(message: str) -> str:
+    return message.strip().rstrip(_MARKDOWN_TRAIL)
+
+
+def frames_in(text: str) -> list[Frame]:
+    """Every `File "x", line N, in f` in the line; code that follows on the same line is kept.
+
+    A frame whose start was cut off in the paste (`...site-packages/x.py", line 7, in f`)
+    counts too.
+    """
+    if 'File "' not in text:
+        cut = _CUT_FRAME.match(text)
+        if cut is None:
+            return []
+        return [Frame(file=cut["file"], lineno=int(cut["lineno"]), function=cut["func"],
+                      code=cut["rest"].strip() or None)]
+    frames = []
+    for chunk in text.split('File "')[1:]:
+        match = _FRAME.match('File "' + chunk)
+        if match is None:
+            continue
+        code = match["rest"].strip() or None
+        frames.append(Frame(file=match["file"], lineno=int(match["lineno"]),
+                            function=match["func"], code=code))
+    return frames
+
+
+def jupyter_header(text: str) -> str | None:
+    match = _JUPYTER_HEADER.match(text)
+    return match["type"] if match else None
+
+
+def jupyter_frame(text: str) -> Frame | None:
+    """A Jupyter frame header line (IPython 7 or 8 style)."""
+    if text[:1].isspace():
+        return None
+    cell = _JUPYTER_CELL.match(text)
+    if cell:
+        return Frame(file=cell["file"], lineno=int(cell["lineno"]), function=None)
+    match = _JUPYTER_FRAME_NEW.match(text)
+    if match and (match["lineno"] or match["lineno2"]) and match["func"]:
+        lineno = int(match["lineno"] or match["lineno2"])
+        return Frame(file=match["file"], lineno=lineno, function=match["func"])
+    match = _JUPYTER_FRAME_OLD.match(text)
+    if match:
+        return Frame(file=match["file"], lineno=None, function=match["func"])
+    return None
+
+
+def jupyter_arrow(text: str) -> tuple[int, str] | None:
+    """`----> 1 code` / `--> 114 code`: the current line of the frame above."""
+    if "->" not in text:
+        return None
+    match = _JUPYTER_ARROW.match(text)
+    return (int(match["lineno"]), match["code"].strip()) if match else None
+
+
+def is_jupyter_context(text: str) -> bool:
+    return _JUPYTER_CONTEXT.match(text) is not None
+
+
+def is_caret_line(stripped: str) -> bool:
+    """Python 3.11+ position markers: `^^^^^`, `~~~~^^^^~~`."""
+    return bool(stripped) and not stripped.strip("^~ ")
+
+
+def is_elision(stripped: str) -> bool:
+    return stripped.startswith(_ELISION) or (stripped.startswith("...") and "lines" in stripped)
+
+
+def ends_message(text: str) -> bool:
+    """Lines that cannot continue an exception message: log records, progress bars, fences."""
+    return _LOG_LINE.match(text) is not None
+
+
+def chain_kind(text: str) -> str | None:
+    if CAUSE_SEPARATOR in text:
+        return "cause"
+    if CONTEXT_SEPARATOR in text:
+        return "context"
+    return None

@@ -1,0 +1,276 @@
+"""Python tracebacks, reassembled per rank, from real (messy) logs -> Traceback events.
+
+Handles: the standard format (3.11+ caret lines skipped), tracebacks without their header
+(pasted from the middle), frames without indentation or run together on one line, Jupyter
+(`RuntimeError     Traceback (most recent call last)` + `----> 1` frames), multi-line
+messages (CUDA hints, `AssertionError:` + message below, ChildFailedError tables), chained
+exceptions, several ranks interleaved (one traceback in progress per rank), tracebacks
+escaped inside one line (`...last):\\n  File \\"x.py\\"...`), and a bare `SomeError: msg` line
+with no traceback at all (emitted with no frames).
+
+A traceback whose exception line never came (truncated paste, EOF) is emitted with
+`exc_type == ""` when it has frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from minrepro.extract import pylines
+from minrepro.model import Frame, Line, Traceback
+
+MAX_FRAMES = 200
+MAX_MESSAGE_LINES = 40
+MAX_MESSAGE_CHARS = 4000
+MAX_RANKS = 64
+#: Lines a frame may span (3.13 prints multi-line expressions) and junk a Jupyter block holds.
+_MAX_CODE_LINES = 12
+_MAX_JUPYTER_NOISE = 60
+
+
+@dataclass(slots=True)
+class _Partial:
+    """A traceback being read: frames first, then (once `exc_type` is set) its message."""
+
+    first_line: int
+    last_line: int
+    frames: list[Frame] = field(default_factory=list)
+    jupyter: bool = False
+    expect_code: bool = False
+    spare_lines: int = 0
+    exc_type: str | None = None
+    exc_line: int = 0
+    message: list[str] = field(default_factory=list)
+    message_chars: int = 0
+
+    def add_frame(self, frame: Frame) -> None:
+        if len(self.frames) >= MAX_FRAMES:
+            del self.frames[MAX_FRAMES // 2]  # keep where it started and where it failed
+        self.frames.append(frame)
+        self.expect_code = frame.code is None
+        self.spare_lines = 0
+
+    def set_code(self, lineno: int | None, code: str) -> None:
+        if self.frames:
+            last = self.frames[-1]
+            self.frames[-1] = replace(last, lineno=lineno or last.lineno, code=code or None)
+        self.expect_code = False
+
+    def start_message(self, exc_type: str, first: str, line: int) -> None:
+        self.exc_type, self.exc_line = exc_type, line
+        first = first[:MAX_MESSAGE_CHARS]
+        self.message = [first] if first else []
+        self.message_chars = len(first)
+
+    def add_message_line(self, text: str) -> bool:
+        """Append a continuation line; False when the message is full."""
+        if len(self.message) >= MAX_MESSAGE_LINES or self.message_chars >= MAX_MESSAGE_CHARS:
+            return False
+        text = text.rstrip()[: MAX_MESSAGE_CHARS - self.message_chars]
+        self.message.append(text)
+        self.message_chars += len(text) + 1
+        return True
+
+    def to_event(self, rank: int | None) -> Traceback | None:
+        if self.exc_type is None and not self.frames:
+            return None
+        return Traceback(
+            exc_type=self.exc_type or "",
+            message="\n".join(self.message).strip("\n"),
+            line=self.exc_line or self.last_line,
+            first_line=self.first_line,
+            rank=rank,
+            frames=tuple(self.frames),
+        )
+
+
+class TracebackExtractor:
+    """Reassembles Python tracebacks; see the module docstring for the formats handled."""
+
+    #: While idle, a line holding none of these is ignored (must match `_may_start`).
+    TRIGGERS = ("Error", "Exception", "Traceback", '", line ', "Interrupt", "Exit", "Failure",
+                "StopIteration")
+
+    def __init__(self) -> None:
+        self._partial: dict[int | None, _Partial] = {}
+        # A finished traceback waits for the next non-blank line of its rank, which may say
+        # "The above exception was the direct cause..." and so set its `chained`.
+        self._pending: dict[int | None, Traceback] = {}
+
+    @property
+    def idle(self) -> bool:
+        """True when no traceback is in progress: only TRIGGERS lines matter then."""
+        return not self._partial and not self._pending
+
+    def feed(self, line: Line) -> Sequence[Traceback]:
+        text = line.text
+        if "\\n" in text and _has_escaped_traceback(text):
+            return self._feed_escaped(text, line)
+        rank = line.rank
+        if rank not in self._partial and rank not in self._pending:
+            if not _may_start(text):
+                return ()
+            events: list[Traceback] = []
+            self._evict_if_full(rank, events)
+            self._start(text, line, events)
+            return events
+        events = []
+        self._step(text, line, events)
+        return events
+
+    def close(self) -> Sequence[Traceback]:
+        events: list[Traceback] = []
+        for rank in list(self._pending) + list(self._partial):
+            self._flush_rank(rank, events)
+        events.sort(key=lambda event: event.line)
+        return events
+
+    # --- states ---------------------------------------------------------------------------
+
+    def _step(self, text: str, line: Line, events: list[Traceback]) -> None:
+        rank = line.rank
+        pending = self._pending.get(rank)
+        if pending is not None:
+            if not text.strip():
+                return
+            del self._pending[rank]
+            kind = pylines.chain_kind(text)
+            events.append(replace(pending, chained=kind) if kind else pending)
+            if kind is None and _may_start(text):
+                self._start(text, line, events)
+            return
+        partial = self._partial.get(rank)
+        if partial is None:
+            if _may_start(text):
+                self._start(text, line, events)
+            return
+        partial.last_line = line.number
+        if partial.exc_type is None:
+            self._in_frames(partial, text, line, events)
+        else:
+            self._in_message(partial, text, line, events)
+
+    def _start(self, text: str, line: Line, events: list[Traceback]) -> None:
+        number = line.number
+        if pylines.HEADER in text:
+            partial = _Partial(first_line=number, last_line=number)
+            partial.jupyter = pylines.jupyter_header(text) is not None
+            self._partial[line.rank] = partial
+            for frame in pylines.frames_in(text.split(pylines.HEADER, 1)[1]):
+                partial.add_frame(frame)
+            return
+        frames = pylines.frames_in(text) if '", line ' in text else []
+        if frames:
+            partial = _Partial(first_line=number, last_line=number)
+            for frame in frames:
+                partial.add_frame(frame)
+            self._partial[line.rank] = partial
+            return
+        found = pylines.exception_anywhere(text)
+        if found is not None:
+            partial = _Partial(first_line=number, last_line=number)
+            partial.start_message(found[0], found[1], number)
+            self._partial[line.rank] = partial
+
+    def _in_frames(self, partial: _Partial, text: str, line: Line,
+                   events: list[Traceback]) -> None:
+        stripped = text.strip()
+        if pylines.HEADER in text or pylines.chain_kind(text):
+            self._abandon(line, events)
+            self._step(text, line, events)
+        elif '", line ' in text and (frames := pylines.frames_in(text)):
+            for frame in frames:
+                partial.add_frame(frame)
+        elif (found := pylines.exception_at_start(text)) is not None and (
+                ":" in text or partial.frames):
+            partial.start_message(found[0], found[1], line.number)
+        elif partial.jupyter:
+            self._in_jupyter(partial, text, stripped, line, events)
+        elif not stripped or pylines.is_caret_line(stripped) or pylines.is_elision(stripped):
+            return
+        elif partial.expect_code:
+            partial.set_code(None, stripped)
+        elif text[:1].isspace() and partial.spare_lines < _MAX_CODE_LINES:
+            partial.spare_lines += 1  # a multi-line expression (3.13) or a wrapped code line
+        elif (found := pylines.exception_anywhere(text)) is not None:
+            partial.start_message(found[0], found[1], line.number)
+        else:
+            self._abandon(line, events)
+            self._step(text, line, events)
+
+    def _in_jupyter(self, partial: _Partial, text: str, stripped: str, line: Line,
+                    events: list[Traceback]) -> None:
+        arrow = pylines.jupyter_arrow(text)
+        if arrow is not None:
+            partial.set_code(*arrow)
+        elif not stripped or stripped.startswith("---") or pylines.is_jupyter_context(text):
+            return
+        elif (frame := pylines.jupyter_frame(text)) is not None:
+            partial.add_frame(frame)
+        else:
+            partial.spare_lines += 1
+            if partial.spare_lines > _MAX_JUPYTER_NOISE:
+                self._abandon(line, events)
+
+    def _in_message(self, partial: _Partial, text: str, line: Line,
+                    events: list[Traceback]) -> None:
+        if not text.strip():
+            self._finish(line.rank)
+            return
+        if (pylines.HEADER in text or pylines.chain_kind(text) or '", line ' in text
+                or pylines.ends_message(text) or pylines.exception_at_start(text)
+                or not partial.add_message_line(text)):
+            self._finish(line.rank)
+            self._step(text, line, events)
+
+    # --- transitions ----------------------------------------------------------------------
+
+    def _finish(self, rank: int | None) -> None:
+        """The exception message is complete: wait for a possible chain separator."""
+        event = self._partial.pop(rank).to_event(rank)
+        if event is not None:
+            self._pending[rank] = event
+
+    def _abandon(self, line: Line, events: list[Traceback]) -> None:
+        """The traceback broke off before its exception line: keep what it showed."""
+        event = self._partial.pop(line.rank).to_event(line.rank)
+        if event is not None:
+            events.append(event)
+
+    def _evict_if_full(self, rank: int | None, events: list[Traceback]) -> None:
+        if len(self._partial) + len(self._pending) < MAX_RANKS:
+            return
+        oldest = next(iter(self._pending or self._partial))
+        self._flush_rank(oldest, events)
+
+    def _flush_rank(self, rank: int | None, events: list[Traceback]) -> None:
+        """Emit whatever this rank holds, as it stands."""
+        if rank in self._pending:
+            events.append(self._pending.pop(rank))
+        if rank in self._partial:
+            event = self._partial.pop(rank).to_event(rank)
+            if event is not None:
+                events.append(event)
+
+    def _feed_escaped(self, text: str, line: Line) -> list[Traceback]:
+        """A traceback inside one line with literal `\\n` escapes (JSON, repr'd strings)."""
+        events: list[Traceback] = []
+        rank = line.rank
+        self._flush_rank(rank, events)
+        for piece in text.replace('\\"', '"').split("\\n"):
+            self._step(piece, line, events)
+        if rank in self._partial:
+            self._finish(rank)
+        return events
+
+
+def _may_start(text: str) -> bool:
+    return ("Error" in text or "Exception" in text or "Traceback" in text or '", line ' in text
+            or "Interrupt" in text or "Exit" in text or "Failure" in text
+            or "StopIteration" in text)
+
+
+def _has_escaped_traceback(text: str) -> bool:
+    return (pylines.HEADER in text or 'File \\"' in text) or (
+        _may_start(text) and pylines.exception_anywhere(text) is not None)

@@ -1,0 +1,139 @@
+"""MetricExtractor: real metric line formats -> normalised MetricRecords."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from minrepro.extract.metrics import MetricExtractor, normalise
+from minrepro.model import Line, MetricRecord
+
+
+def parse(text: str) -> MetricRecord | None:
+    events = list(MetricExtractor().feed(Line(number=7, text=text, rank=1)))
+    return events[0] if events else None
+
+
+# (id, line, expected values (subset), expected step)
+CASES = [
+    ("hf_trainer_dict",  # corpus lr_divergence__01.log
+     "{'loss': 0.6623, 'learning_rate': 0.00017682241998246423, 'epoch': 0.24}",
+     {"loss": 0.6623, "learning_rate": 0.00017682241998246423, "epoch": 0.24}, None),
+    ("hf_dict_grad_norm",
+     "{'loss': 2.3026, 'grad_norm': 1.2, 'learning_rate': 5e-05, 'epoch': 0.5}",
+     {"loss": 2.3026, "grad_norm": 1.2, "learning_rate": 5e-05, "epoch": 0.5}, None),
+    ("hf_eval_dict_fullwidth",  # corpus single_class_labels__04.log (Chinese-locale paste)
+     "以 3000 步为单位： {'eval_loss'： 0.6934958696365356， 'eval_accuracy'： 0.49746621621623， "
+     "'eval_matthews_correlation'： 0.0， 'eval_recall'： 0.5， 'epoch'： 2.4}",
+     {"eval_loss": 0.6934958696365356, "eval_accuracy": 0.49746621621623,
+      "eval_matthews_correlation": 0.0, "eval_recall": 0.5, "epoch": 2.4}, None),
+    ("fairseq_json_strings",  # fairseq train_inner record (quoted in a repo log)
+     '2021-03-08 12:34:45 | INFO | train_inner | {"epoch": 1, "update": 0.001, "loss": "25.22", '
+     '"lr": "4e-05", "gnorm": "19.777", "loss_scale": "4", "num_updates": "2"}',
+     {"loss": 25.22, "learning_rate": 4e-05, "grad_norm": 19.777, "loss_scale": 4.0}, 2),
+    ("metric_logger",  # corpus healthy__01.log (LLaMA-Adapter / MAE MetricLogger)
+     "[05:19:47.352788] Epoch: [1]  [1480/1504]  lr: 0.000012  closs: 0.9233 (0.9531)  grad_norm: "
+     "0.2695 (0.3902)  time: 4.3916  data: 0.0002  max mem: 51710",
+     {"epoch": 1.0, "learning_rate": 0.000012, "loss": 0.9233, "grad_norm": 0.2695,
+      "batch_time": 4.3916, "data_time": 0.0002, "memory_mb": 51710.0}, 1480),
+    ("imagenet_example",  # corpus dataloader_bottleneck__01.log (pytorch/examples imagenet)
+     "Epoch: [0][1760/5005]   Time 1.599 (2.648)      Data 1.296 (2.388)      Loss 5.6502 (6.3792)"
+     "    Prec@1 6.250 (1.374)    Prec@5 14.844 (4.918)",
+     {"epoch": 0.0, "batch_time": 1.599, "data_time": 1.296, "loss": 5.6502, "accuracy": 6.25},
+     1760),
+    ("lightning_tqdm",  # corpus healthy__04.log
+     "Epoch 1:  39%|█████████▍              | 4846/12331 [05:59<09:15, 13.47it/s, loss=0.0136, "
+     "v_num=1]",
+     {"epoch": 1.0, "loss": 0.0136, "throughput": 13.47}, 4846),
+    ("nemo_postfix",  # pytorch/pytorch#118369 comment (NeMo/Lightning)
+     "Epoch 0:   6%|██      | 32040/500150 [6:28:43<94:39:17,  1.37it/s, loss=2.6, v_num=95nc, "
+     "reduced_train_loss=2.590, global_step=3.2e+4, consumed_samples=2.56e+7]",
+     {"loss": 2.6, "throughput": 1.37}, 32000),
+    ("tqdm_seconds_per_it",  # corpus fp16_overflow__01.log
+     "  9%|▉         | 243/2724 [8:59:24<91:26:08, 132.68s/it]",
+     {"throughput": 1 / 132.68}, 243),
+    ("keras", "1875/1875 [==============================] - 5s 3ms/step - loss: 0.2950 - "
+     "accuracy: 0.9150 - val_loss: 0.1400 - val_accuracy: 0.9580",
+     {"loss": 0.2950, "accuracy": 0.9150, "eval_loss": 0.1400, "eval_accuracy": 0.9580}, 1875),
+    ("epoch_loss_equals",  # corpus loss_stagnation__01.log
+     "epoch 3 loss = 2.3027005195617676", {"epoch": 3.0, "loss": 2.3027005195617676}, None),
+    ("iter_colon_ms",  # corpus loss_stagnation__04.log
+     "iter 400: loss 11.0666, time: 19090.34ms, speed: 214 toks/s/device",
+     {"loss": 11.0666, "batch_time": 19.09034}, 400),
+    ("pipes", "step 100 | loss 2.31 | lr 1e-4", {"loss": 2.31, "learning_rate": 1e-4}, 100),
+    ("megatron",  # Megatron-DeepSpeed iteration line (find_string hit)
+     " iteration        1/    2500 | consumed samples:           32 | learning rate: 0.000E+00 | "
+     "lm loss: 1.065542E+01 | grad norm: 3.250 |",
+     {"learning_rate": 0.0, "loss": 10.65542, "grad_norm": 3.25}, 1),
+    ("deepspeed_cifar",  # microsoft MS-AMP example log quoted in an issue
+     "[2,  2400] loss: 1.209", {"loss": 1.209}, 2400),
+    ("lr_with_epoch",  # corpus cuda_oom__04.log
+     ">>> Epoch: [1/40] learning rate: 1.00e-03", {"learning_rate": 1e-3, "epoch": 1.0}, None),
+    ("tqdm_count_not_epoch",  # samples/undetached_loss_list__tqdm_postfix_growth.log
+     "train 1/30:   2%|▏         | 40/1849 [00:12<09:34,  3.15it/s, loss=2.880, gpu_mem=5.7G]",
+     {"loss": 2.880, "memory_mb": 5.7 * 1024, "throughput": 3.15}, 40),
+    ("cuda_mem_gib",  # samples/undetached_loss_list__eval_loop_growth.log
+     "05/14/2023 10:15:19 - INFO - __main__ - step 200 | train_loss 0.8139 | lr 4.833e-05 | "
+     "cuda_mem 5.93GiB (max 6.11GiB)",
+     {"loss": 0.8139, "learning_rate": 4.833e-05, "memory_mb": 5.93 * 1024}, 200),
+    ("mem_alloc_mb", "step 10 loss 2.3611 mem_alloc 1531.1MB", {"memory_mb": 1531.1}, 10),
+    ("host_rss", "2024-08-19 02:14:58 [INFO] train: step   400 | loss 5.7882 | imgs/s 4020 | "
+     "main+workers RSS 54.4 GiB | MemAvailable 188.1 GiB", {"rss_mb": 54.4 * 1024}, 400),
+    ("val_passthrough", "val_f1: 0.81 val_auc=0.93", {"eval_f1": 0.81, "eval_auc": 0.93}, None),
+]
+
+
+@pytest.mark.parametrize("text, values, step", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_metric_lines(text: str, values: dict[str, float], step: int | None) -> None:
+    record = parse(text)
+    assert record is not None
+    assert (record.line, record.rank, record.step) == (7, 1, step)
+    for name, value in values.items():
+        assert record.get(name) == pytest.approx(value), name
+
+
+def test_running_average_is_not_taken() -> None:
+    record = parse("Epoch: [0][10/50]   Time 1.0 (9.0)   Loss 5.0 (7.0)")
+    assert record is not None and record.get("loss") == 5.0 and record.get("batch_time") == 1.0
+
+
+def test_nan_and_inf_values() -> None:
+    record = parse("{'loss': nan, 'grad_norm': inf, 'learning_rate': 1e-05, 'epoch': 1.0}")
+    assert record is not None
+    assert math.isnan(record.get("loss")) and math.isinf(record.get("grad_norm"))
+    record = parse("step 5 | loss NaN")
+    assert record is not None and math.isnan(record.get("loss"))
+
+
+NOT_METRICS = [
+    "    loss = criterion(out, y)",
+    "    loss = 0.0",
+    "    running_loss += loss.item()",  # corpus undetached_loss_list__04.log
+    '  File "/home/FQ/DenseUAV-main/losses/loss.py", line 65, in forward',  # softmax_overflow__01
+    "Saving checkpoint to /ckpt/epoch=3-step=1000-val_loss=0.23.ckpt",
+    "learning_rate=5e-05,",  # a TrainingArguments dump line
+    "Namespace(batch_size=32, lr=0.001, loss='ce', epochs=10)",
+    "[05:21:23.350951] Epoch: [1] Total time: 1:52:15",
+    "It always stays the same equal to 2.30",  # corpus loss_stagnation__01.log
+    "[loss_scaler.py:181:update_scale] no overflow",
+]
+
+
+@pytest.mark.parametrize("text", NOT_METRICS)
+def test_not_metrics(text: str) -> None:
+    assert parse(text) is None
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("loss", "loss"), ("train_loss", "loss"), ("closs", "loss"), ("lm loss", "loss"),
+    ("train/loss", "loss"), ("total_loss", "loss"), ("loss_total", "loss"),
+    ("val_loss", "eval_loss"), ("eval_loss", "eval_loss"), ("val/loss", "eval_loss"),
+    ("lr", "learning_rate"), ("learning rate", "learning_rate"), ("gnorm", "grad_norm"),
+    ("acc", "accuracy"), ("Prec@1", "accuracy"), ("val_acc", "eval_accuracy"),
+    ("eval_matthews_correlation", "eval_matthews_correlation"), ("max mem", "memory_mb"),
+    ("Data", "data_time"), ("time", "batch_time"), ("cls_loss", "cls_loss"), ("v_num", None),
+    ("speed", None),
+])
+def test_normalise(name: str, expected: str | None) -> None:
+    assert normalise(name) == expected

@@ -1,0 +1,279 @@
+"""TracebackExtractor on real-format snippets (sources in the comment of each case)."""
+
+from __future__ import annotations
+
+import pytest
+
+from minrepro.extract.traceback import MAX_FRAMES, MAX_MESSAGE_LINES, TracebackExtractor
+from minrepro.model import Line, Traceback
+
+
+def run(text: str, ranks: list[int | None] | None = None) -> list[Traceback]:
+    extractor = TracebackExtractor()
+    events: list[Traceback] = []
+    for number, row in enumerate(text.split("\n"), start=1):
+        rank = ranks[number - 1] if ranks else None
+        events.extend(extractor.feed(Line(number=number, text=row, rank=rank)))
+    events.extend(extractor.close())
+    return events
+
+
+# (id, log text, expected [(exc_type, message start, n_frames, chained)])
+CASES = [
+    ("standard_with_carets",
+     # corpus position_overflow__04.log (zylon-ai/private-gpt#1363), Python 3.11 carets
+     'Traceback (most recent call last):\n'
+     '  File "D:\\venv\\Lib\\site-packages\\torch\\nn\\modules\\sparse.py", line 162, in forward\n'
+     '    return F.embedding(\n'
+     '           ^^^^^^^^^^^^\n'
+     '  File "D:\\venv\\Lib\\site-packages\\torch\\nn\\functional.py", line 2233, in embedding\n'
+     '    return torch.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)\n'
+     '           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n'
+     'IndexError: index out of range in self\n',
+     [("IndexError", "index out of range in self", 2, None)]),
+    ("qualified_oom_type",
+     # corpus allocator_fragmentation__01.log (headerless: pasted from the middle)
+     '  File "/usr/local/lib/python3.8/dist-packages/torch/_tensor.py", line 487, in backward\n'
+     '    torch.autograd.backward(\n'
+     'torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.51 GiB (GPU 0; ...)\n',
+     [("torch.cuda.OutOfMemoryError", "CUDA out of memory. Tried", 1, None)]),
+    ("child_failed_error_table",
+     # the error summary torch.distributed.elastic prints (torchrun), shape as in issues
+     'torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n'
+     '============================================================\n'
+     'train.py FAILED\n'
+     '------------------------------------------------------------\n'
+     'Root Cause (first observed failure):\n'
+     '[0]:\n'
+     '  rank      : 0 (local_rank: 0)\n'
+     '  exitcode  : -9 (pid: 1234)\n'
+     '============================================================\n',
+     [("torch.distributed.elastic.multiprocessing.errors.ChildFailedError", "=====", 0, None)]),
+    ("cuda_assert_multiline_message",
+     # the CUDA device-side assert message of torch >= 2.0
+     'Traceback (most recent call last):\n'
+     '  File "train.py", line 10, in <module>\n'
+     '    loss = criterion(out, y)\n'
+     'RuntimeError: CUDA error: device-side assert triggered\n'
+     'CUDA kernel errors might be asynchronously reported at some other API call, so the '
+     'stacktrace below might be incorrect.\n'
+     'For debugging consider passing CUDA_LAUNCH_BLOCKING=1.\n'
+     'Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n'
+     '\n'
+     'some later unrelated line\n',
+     [("RuntimeError", "CUDA error: device-side assert triggered\nCUDA kernel errors", 1, None)]),
+    ("assertion_error_message_below",
+     # corpus cuda_env_mismatch__04.log: message on the lines after "AssertionError: "
+     'AssertionError: \n'
+     'The NVIDIA driver on your system is too old (found version 9000).\n'
+     'Please update your GPU driver by downloading and installing a new\n',
+     [("AssertionError", "The NVIDIA driver on your system is too old", 0, None)]),
+    ("chained_cause",
+     # corpus host_oom_dataloader__04.log: no blank lines, frames without indentation
+     'File "/x/torch/utils/data/dataloader.py", line 1132, in _try_get_data\n'
+     'data = self._data_queue.get(timeout=timeout)\n'
+     'RuntimeError: DataLoader worker (pid 108439) is killed by signal: Killed.\n'
+     'The above exception was the direct cause of the following exception:\n'
+     'Traceback (most recent call last):\n'
+     'File "/x/train_3d.py", line 1919, in train\n'
+     'trainer.train()\n'
+     'RuntimeError: DataLoader worker (pid(s) 108439) exited unexpectedly\n',
+     [("RuntimeError", "DataLoader worker (pid 108439) is killed", 1, "cause"),
+      ("RuntimeError", "DataLoader worker (pid(s) 108439) exited", 1, None)]),
+    ("chained_context_with_blank_lines",
+     # corpus host_oom_dataloader__01.log (the separator line itself is truncated there)
+     'RuntimeError: DataLoader worker (pid 325) is killed by signal: Bus error.\n'
+     '\n'
+     'During handling of the above exception, another exception o\n'
+     '\n'
+     'Traceback (most recent call last):\n'
+     '  File "train.py", line 3, in <module>\n'
+     '    main()\n'
+     'RuntimeError: DataLoader worker (pid(s) 325) exited unexpectedly\n',
+     [("RuntimeError", "DataLoader worker (pid 325)", 0, "context"),
+      ("RuntimeError", "DataLoader worker (pid(s) 325)", 1, None)]),
+    ("frames_run_together",
+     # corpus cuda_env_mismatch__04.log: newlines lost between frames
+     'Traceback (most recent call last):\n'
+     '  File "train.py", line 182, in <module>    trainer.validation(epoch)  File "train.py", '
+     'line 149, in validation    correct, labeled = eval_batch(self.model, image, target)\n'
+     'ValueError: bad\n',
+     [("ValueError", "bad", 2, None)]),
+    ("jupyter_ipython7",
+     # corpus dtype_mismatch__01.log
+     '---------------------------------------------------------------------------\n'
+     'RuntimeError                              Traceback (most recent call last)\n'
+     '/tmp/ipykernel_118840/3049929526.py in <module>\n'
+     '----> 1 scpoli_model.train(n_epochs=200,\n'
+     '      2     pretraining_epochs=40,\n'
+     '\n'
+     '~/anaconda3/lib/python3.9/site-packages/torch/nn/modules/linear.py in forward(self, input)\n'
+     '    113     def forward(self, input: Tensor) -> Tensor:\n'
+     '--> 114         return F.linear(input, self.weight, self.bias)\n'
+     '    115 \n'
+     '\n'
+     'RuntimeError: expected scalar type Float but found Double\n',
+     [("RuntimeError", "expected scalar type Float but found Double", 2, None)]),
+    ("jupyter_ipython8",
+     # IPython 8 frame headers ("Cell In[3], line 1", "File ~/x.py:114, in Linear.forward")
+     'RuntimeError                              Traceback (most recent call last)\n'
+     'Cell In[3], line 1\n'
+     '----> 1 model(x)\n'
+     '\n'
+     'File ~/envs/lib/python3.10/site-packages/torch/nn/modules/linear.py:114, in '
+     'Linear.forward(self, input)\n'
+     '    113 def forward(self, input: Tensor) -> Tensor:\n'
+     '--> 114     return F.linear(input, self.weight, self.bias)\n'
+     '\n'
+     'RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)\n',
+     [("RuntimeError", "mat1 and mat2 shapes", 2, None)]),
+    ("bare_error_line",
+     # corpus dtype_mismatch__04.log
+     'RuntimeError: expected scalar type Half but found Float\n\nfinetune.py 脚本根本训练不了啊\n',
+     [("RuntimeError", "expected scalar type Half but found Float", 0, None)]),
+    ("markdown_wrapped",
+     # corpus device_mismatch__01.log
+     '_**RuntimeError: Expected all tensors to be on the same device, but found at least two '
+     'devices, cuda:0 and cpu!**_\n',
+     [("RuntimeError", "Expected all tensors to be on the same device", 0, None)]),
+    ("backticks_no_space",
+     # corpus cuda_oom__07.log
+     'I get the error \n`RuntimeError:CUDA out of memory. Tried to allocate 20.00 MiB`\n',
+     [("RuntimeError", "CUDA out of memory. Tried to allocate 20.00 MiB", 0, None)]),
+    ("log_prefix",
+     # corpus allocator_fragmentation__04.log (vLLM engine log)
+     'ERROR 04-01 23:46:56 [engine.py:160] torch.OutOfMemoryError: CUDA out of memory.\n',
+     [("torch.OutOfMemoryError", "CUDA out of memory.", 0, None)]),
+    ("header_after_tqdm",
+     # corpus fp16_overflow__04.log: the header follows a progress bar on the same line
+     'Steps:   0%|          | 0/800 [00:00<?, ?it/s]Traceback (most recent call last):\n'
+     '  File "/opt/conda/lib/python3.9/site-packages/torch/cuda/amp/grad_scaler.py", line 210,'
+     ' in _unscale_grads_\n'
+     '    raise ValueError("Attempting to unscale FP16 gradients.")\n'
+     'ValueError: Attempting to unscale FP16 gradients.\n'
+     '```\n',
+     [("ValueError", "Attempting to unscale FP16 gradients.", 1, None)]),
+    ("escaped_newlines",
+     # a traceback logged as one JSON string (e.g. Ray / structured loggers)
+     '{"error": "Traceback (most recent call last):\\n  File \\"/app/train.py\\", line 12, in '
+     'step\\n    out = model(x)\\nRuntimeError: CUDA error: device-side assert triggered\\n"}\n',
+     [("RuntimeError", "CUDA error: device-side assert triggered", 1, None)]),
+    ("keyboard_interrupt_without_message",
+     'Traceback (most recent call last):\n'
+     '  File "train.py", line 5, in <module>\n'
+     '    time.sleep(10)\n'
+     'KeyboardInterrupt\n',
+     [("KeyboardInterrupt", "", 1, None)]),
+    ("truncated_at_eof",
+     # corpus allocator_fragmentation__01.log ends inside a traceback
+     'Traceback (most recent call last):\n'
+     '  File "submission_runner.py", line 681, in <module>\n'
+     '    app.run(main)\n',
+     [("", "", 1, None)]),
+    ("python313_multiline_expression",
+     'Traceback (most recent call last):\n'
+     '  File "x.py", line 3, in <module>\n'
+     '    foo(\n'
+     '    ~~~^\n'
+     '        1,\n'
+     '        ^^\n'
+     '    )\n'
+     '    ^\n'
+     'TypeError: foo() takes 0 positional arguments but 1 was given\n',
+     [("TypeError", "foo() takes 0", 1, None)]),
+]
+
+
+@pytest.mark.parametrize("text, expected", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_traceback_cases(text: str, expected: list[tuple[str, str, int, str | None]]) -> None:
+    events = run(text)
+    got = [(e.exc_type, e.message, len(e.frames), e.chained) for e in events]
+    assert len(got) == len(expected), got
+    for (exc_type, message, n_frames, chained), (want_type, want_msg, want_n, want_chain) in zip(
+            got, expected):
+        assert exc_type == want_type
+        assert message.startswith(want_msg), message
+        assert n_frames == want_n
+        assert chained == want_chain
+
+
+# Lines that must not produce a traceback.
+NOT_TRACEBACKS = [
+    "    except RuntimeError: pass",
+    "UserWarning: \nNVIDIA GeForce RTX 3060 Laptop GPU with CUDA capability sm_86 is not "
+    "compatible with the current PyTorch installation.",  # corpus cuda_env_mismatch__01.log
+    "Error: something went wrong",  # not a Python exception class
+    "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
+    "shared memory (shm).",  # corpus host_oom_dataloader__01.log
+    "[W python_anomaly_mode.cpp:104] Warning: Error detected in SoftmaxBackward0.",
+    "2023-01-01 12:00:00 INFO loaded 1000 examples",
+]
+
+
+@pytest.mark.parametrize("text", NOT_TRACEBACKS)
+def test_not_a_traceback(text: str) -> None:
+    assert run(text) == []
+
+
+def test_frames_and_code_and_line_numbers() -> None:
+    text = ('x\nTraceback (most recent call last):\n'
+            '  File "train.py", line 120, in <module>\n'
+            "    data_transforms['train'])\n"
+            "FileNotFoundError: [Errno 2] No such file or directory: 'your_data_path/train_all'\n")
+    (event,) = run(text)  # corpus unrelated_error__01.log
+    assert (event.first_line, event.line) == (2, 5)
+    assert event.frames[0].file == "train.py" and event.frames[0].lineno == 120
+    assert event.frames[0].function == "<module>"
+    assert event.frames[0].code == "data_transforms['train'])"
+    assert event.short_type == "FileNotFoundError"
+
+
+def test_interleaved_ranks_keep_one_traceback_each() -> None:
+    rows = [
+        (0, "Traceback (most recent call last):"),
+        (1, "Traceback (most recent call last):"),
+        (0, '  File "a.py", line 1, in f'),
+        (1, '  File "b.py", line 2, in g'),
+        (0, "    f()"),
+        (1, "    g()"),
+        (1, "ValueError: rank one"),
+        (0, "torch.OutOfMemoryError: rank zero"),
+        (0, ""),
+        (1, ""),
+    ]
+    extractor = TracebackExtractor()
+    events = []
+    for number, (rank, text) in enumerate(rows, start=1):
+        events.extend(extractor.feed(Line(number=number, text=text, rank=rank)))
+    events.extend(extractor.close())
+    by_rank = {event.rank: event for event in events}
+    assert by_rank[0].exc_type == "torch.OutOfMemoryError"
+    assert by_rank[0].frames[0].file == "a.py"
+    assert by_rank[1].exc_type == "ValueError" and by_rank[1].frames[0].file == "b.py"
+
+
+def test_pending_traceback_is_flushed_by_close() -> None:
+    extractor = TracebackExtractor()
+    assert extractor.feed(Line(1, "ValueError: x")) == []
+    assert extractor.feed(Line(2, "")) == []  # waits for a possible chain separator
+    (event,) = extractor.close()
+    assert event.exc_type == "ValueError" and event.chained is None
+
+
+def test_bounded_frames_and_message() -> None:
+    frames = "".join(f'  File "f{i}.py", line {i}, in f\n    f()\n' for i in range(1000))
+    message = "".join(f"line {i}\n" for i in range(500))
+    (event,) = run("Traceback (most recent call last):\n" + frames + "ValueError: x\n" + message)
+    assert len(event.frames) == MAX_FRAMES
+    assert event.frames[0].file == "f0.py" and event.frames[-1].file == "f999.py"
+    assert event.message.count("\n") <= MAX_MESSAGE_LINES
+
+
+def test_many_ranks_are_capped() -> None:
+    extractor = TracebackExtractor()
+    events = []
+    for rank in range(500):
+        events.extend(extractor.feed(Line(rank + 1, "ValueError: x", rank=rank)))
+    assert len(extractor._partial) + len(extractor._pending) <= 64
+    events.extend(extractor.close())
+    assert len(events) == 500
