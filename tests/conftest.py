@@ -1,0 +1,42 @@
+"""Shared fixtures. Keep small: other test modules add theirs here too."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+
+from minrepro.model import Diagnosis, Evidence
+from minrepro.taxonomy import CATEGORY_OF
+
+
+@pytest.fixture
+def make_diagnosis() -> Callable[..., Diagnosis]:
+    """A hand-built Diagnosis for `cause`; keyword arguments override the fields."""
+
+    def build(cause: str, **fields: Any) -> Diagnosis:
+        values: dict[str, Any] = {
+            "cause": cause,
+            "category": CATEGORY_OF.get(cause, "convergence"),
+            "confidence": 0.9,
+            "evidence": (Evidence(12, "RuntimeError: something failed", 3),
+                         Evidence(40, "loss = nan")),
+            "fix": "apply the recommended fix",
+            "rule_id": "MR-TEST-001",
+            "title": f"{cause} seen in the log",
+            "source": "run.log",
+        }
+        values.update(fields)
+        return Diagnosis(**values)
+
+    return build
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite tests/golden/* from the current output (on purpose only)")
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-golden"))
