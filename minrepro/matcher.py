@@ -1,22 +1,25 @@
 """Apply rule packs to a stream of lines, keeping bounded hit state, and turn hits into Findings.
 
 The caller owns the loop: `matcher.feed(line)` for every line, then `matcher.findings()`.
-A line is first checked against one alternation of every signal's literal hints; only the
-signals whose hints occur in it run their regex (with a timeout).
+A line is first checked against a trie of every signal's literal hints; only the signals whose
+hints occur in it run their regex (with a timeout). Prose signals (words of a bug report) are
+read only in the first PROSE_LINES lines: a report's text sits at its top, and in a multi-GB
+machine log the same words are noise that would cost a regex per line.
 """
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from minrepro.literals import LiteralSet
 from minrepro.model import Evidence, Finding, Line, ParamValue
 from minrepro.rulepack import Rule, Signal
 from minrepro.extract.units import parse_duration_ms, parse_size
 
 REGEX_TIMEOUT_S = 0.25
+PROSE_LINES = 5000
 _KEEP_HITS = 6  # evidence kept per signal
 _KEEP_LINES = 64  # hit line numbers kept per signal, first and last, for proximity checks
 
@@ -56,27 +59,37 @@ class RuleMatcher:
         self._state: dict[tuple[int, int], _SignalState] = {}
         self._by_hint: dict[str, list[tuple[int, int, Signal]]] = {}
         self._always: list[tuple[int, int, Signal]] = []
+        machine_hints: set[str] = set()
         for r, rule in enumerate(self.rules):
             for s, signal in enumerate(rule.signals):
                 for hint in signal.hints:
                     self._by_hint.setdefault(hint, []).append((r, s, signal))
+                    if signal.severity != "prose":
+                        machine_hints.add(hint)
                 if not signal.hints:
                     self._always.append((r, s, signal))
-        alternation = "|".join(re.escape(h) for h in sorted(self._by_hint, key=len, reverse=True))
-        self._prefilter = re.compile(alternation or r"(?!)", re.IGNORECASE)
+        self._all_hints = LiteralSet(self._by_hint)
+        self._machine_hints = LiteralSet(machine_hints)
+
+    @property
+    def machine_hints(self) -> tuple[str, ...]:
+        """The literals that can matter after the prose window (for chunk-level scanning)."""
+        return self._machine_hints.words
 
     def feed(self, line: Line) -> None:
-        text = line.text
-        candidates = self._always
-        if self._prefilter.search(text):
-            lowered = text.lower()
-            candidates = candidates + [c for hint, group in self._by_hint.items()
-                                       if hint in lowered for c in group]
+        prose = line.number <= PROSE_LINES
+        lowered = line.text.lower()
+        hints = (self._all_hints if prose else self._machine_hints).present(lowered)
+        if not hints and not self._always:
+            return
         done: set[tuple[int, int]] = set()
-        for r, s, signal in candidates:
-            if (r, s) in done:
-                continue
-            done.add((r, s))
+        for hint in hints:
+            for r, s, signal in self._by_hint[hint]:
+                if (r, s) in done or (not prose and signal.severity == "prose"):
+                    continue
+                done.add((r, s))
+                self._try(r, s, signal, line)
+        for r, s, signal in self._always:
             self._try(r, s, signal, line)
 
     def _try(self, r: int, s: int, signal: Signal, line: Line) -> None:

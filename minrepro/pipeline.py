@@ -17,6 +17,7 @@ from minrepro.matcher import RuleMatcher
 from minrepro.model import Diagnosis, EnvFact, Event, Line, Traceback
 from minrepro.reader import LogReader
 from minrepro.rulepack import Rule, load_rules
+from minrepro.scan import LineSelector
 
 _KEEP_TRACEBACKS = 6  # the first few (the original failure) and the last (how it ended)
 _RECENT_LINES = 256  # lines kept to give multi-line events their own line's text
@@ -106,11 +107,22 @@ def diagnose_lines(lines: Iterable[Line], *, rules: tuple[Rule, ...] | None = No
     return decide(findings, rules, context)
 
 
+def trigger_words(rules: Iterable[Rule]) -> list[str]:
+    """Literals of the signals that can name a cause on their own in a machine log."""
+    return [hint for rule in rules for signal in rule.signals
+            if signal.role == "primary" and signal.severity != "prose" for hint in signal.hints]
+
+
 def diagnose_log(source: str | os.PathLike[str], *, rule_dirs: Iterable[str] = (),
                  reader: LogReader | None = None) -> Diagnosis:
-    """Diagnose the log at `source` (a path, '-' for stdin, or a gzip file)."""
+    """Diagnose the log at `source` (a path, '-' for stdin, or a gzip file).
+
+    A `reader` given without a selector gets one: big logs are read by chunk-level selection.
+    """
     rules = load_rules(rule_dirs)
     reader = reader or LogReader(source)
+    if reader.selector is None:
+        reader.selector = LineSelector(trigger_words(rules))
     lines: Iterator[Line] = iter(reader)
     diagnosis = diagnose_lines(lines, rules=rules, source=reader.name)
     if reader.warnings:

@@ -13,14 +13,15 @@ import os
 import re
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 from minrepro.errors import BadInputError
 from minrepro.model import Line
+from minrepro.scan import LineSelector
 
-CHUNK_BYTES = 1 << 20
+CHUNK_BYTES = 4 << 20
 MAX_LINE_BYTES = 16 * 1024  # longer records are cut here and flagged `truncated`
 _SNIFF_BYTES = 8192
 
@@ -39,12 +40,14 @@ class LogReader:
     """Iterate over the records of one log. `warnings` fills as problems are met."""
 
     def __init__(self, source: str | os.PathLike[str], *, max_line_bytes: int = MAX_LINE_BYTES,
-                 chunk_bytes: int = CHUNK_BYTES, stdin: BinaryIO | None = None) -> None:
+                 chunk_bytes: int = CHUNK_BYTES, stdin: BinaryIO | None = None,
+                 selector: LineSelector | None = None) -> None:
         self.source = str(source)
         self.name = "<stdin>" if self.source == "-" else Path(self.source).name
         self.max_line_bytes = max_line_bytes
         self.chunk_bytes = chunk_bytes
         self._stdin = stdin
+        self.selector = selector  # None: every line; else it picks lines of big blocks
         self.warnings: list[str] = []
         self.bytes_read = 0  # raw bytes read from the file (compressed for .gz)
         self.total_bytes: int | None = None
@@ -128,25 +131,53 @@ class LogReader:
     # --- splitting into records ---------------------------------------------------------
 
     def _records(self, chunks: Iterator[bytes]) -> Iterator[Line]:
-        number = 1
+        """Records in order. Complete lines go out in blocks, one block held back so that
+        the selector knows which block is the last (its tail is read in full)."""
+        number = 1  # line number of the first line not yet emitted
+        held: bytes | None = None
         pending = b""
         skipping = False  # inside an over-long record whose head was already emitted
         for chunk in chunks:
             pending += chunk
-            lines = pending.split(b"\n")
-            pending = lines.pop()
-            for raw in lines:
+            cut = pending.rfind(b"\n")
+            if cut >= 0:
+                block, pending = pending[:cut], pending[cut + 1:]
+                if held is not None:
+                    number = yield from self._block(held, number, final=False)
+                    held = None
                 if skipping:
-                    raw, skipping = _after_separator(raw), False
-                yield from self._segments(raw, number)
-                number += 1
+                    first, newline, block = block.partition(b"\n")
+                    yield from self._segments(_after_separator(first), number)
+                    number, skipping = number + 1, False
+                    if not newline:
+                        continue
+                held = block
             if len(pending) > self.max_line_bytes:
+                if held is not None:
+                    number = yield from self._block(held, number, final=False)
+                    held = None
                 head, skip_rest = self._flush_long(pending)
                 if not skipping:
                     yield from self._segments(head, number)
                 pending, skipping = (b"", True) if skip_rest else (pending[len(head):], skipping)
+        if held is not None:
+            number = yield from self._block(held, number, final=not pending)
         if pending and not skipping:
             yield from self._segments(pending, number)
+
+    def _block(self, block: bytes, number: int, *, final: bool) -> Generator[Line, None, int]:
+        """The records of a block of complete lines; returns the number of the next line."""
+        if self.selector is None:
+            for raw in block.split(b"\n"):
+                yield from self._segments(raw, number)
+                number += 1
+            return number
+        position = 0
+        for start, end in self.selector.pick(block, self.total_bytes, final):
+            number += block.count(b"\n", position, start)
+            position = start
+            yield from self._segments(block[start:end], number)
+        return number + block.count(b"\n", position) + 1
 
     def _flush_long(self, pending: bytes) -> tuple[bytes, bool]:
         """Split an over-long unfinished line: emit complete '\\r' segments, or cut the head."""

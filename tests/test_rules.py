@@ -12,7 +12,7 @@ from minrepro.model import Line
 from minrepro.rulepack import load_rule_file, load_rules
 from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF
 
-RULES = load_rules()
+RULES = load_rules(eager=True)  # compiles every regex and checks its groups
 SCHEMA_DIR = Path(__file__).parent / "rule_schema"
 
 

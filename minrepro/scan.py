@@ -1,0 +1,157 @@
+"""Chunk-level selection of the lines worth a per-line look, for logs of many gigabytes.
+
+A per-line Python loop costs ~1 us a line before any regex runs; a week-long run's log has
+hundreds of millions of lines. So the reader hands whole blocks of lines to a `LineSelector`,
+which finds trigger words in the block at C speed (hyperscan where installed, else one
+trie-shaped `re` pattern over the lower-cased bytes) and picks:
+
+* every line of the first HEAD_BYTES and the last TAIL_BYTES (start-up facts, the failure),
+* each line holding a trigger (an error, an OOM report, a watchdog line, a NaN ...), with
+  CONTEXT_BEFORE / CONTEXT_AFTER lines around it (frames, continuation lines, evidence nearby),
+* SAMPLES_PER_BLOCK lines spread evenly through each block, so the metric curves keep their
+  shape (the curve analyzer decimates to a few hundred points anyway).
+
+Small logs (under HEAD_BYTES + TAIL_BYTES) are read line by line in full.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+from minrepro.literals import trie_pattern
+
+try:  # an optional accelerator; the pure-Python path gives the same selection
+    import hyperscan
+except ImportError:  # pragma: no cover - depends on the platform's wheel
+    hyperscan = None
+
+HEAD_BYTES = 512 * 1024
+TAIL_BYTES = 256 * 1024
+CONTEXT_BEFORE = 3
+CONTEXT_AFTER = 12
+SAMPLES_PER_BLOCK = 64
+
+#: Words that start or carry a failure the extractors read (tracebacks, OOM, asserts, ...).
+EXTRACTOR_TRIGGERS = (
+    "traceback", "error", "exception", "assertion", "out of memory", "overflow", "loss scale",
+    "watchdog", "timed out", "timeout", "store based barrier", "killed by signal",
+    "exited unexpectedly", "bus error", "warning:",
+)
+#: Words that are triggers only as whole words (substrings: "info" holds "inf", "finance" "nan").
+WORD_TRIGGERS = ("nan", "inf", "-inf", "infinity")
+
+
+class LineSelector:
+    """Decides which lines of a block reach the per-line stages."""
+
+    def __init__(self, triggers: Iterable[str], *, use_hyperscan: bool = True) -> None:
+        self.triggers = tuple(sorted({t.lower() for t in triggers if t} | set(EXTRACTOR_TRIGGERS)))
+        literal = trie_pattern(self.triggers)
+        words = r"\b(?:" + "|".join(re.escape(w) for w in WORD_TRIGGERS) + r")\b"
+        self._pattern = re.compile(f"{literal}|{words}".encode())
+        self._words = words
+        self._use_hyperscan = use_hyperscan and hyperscan is not None
+        self._hs = None  # compiled on first use: small logs never need it
+        self.offset = 0  # bytes of the input seen before the current block
+
+    def pick(self, block: bytes, total: int | None, final: bool) -> Iterator[tuple[int, int]]:
+        """(start, end) byte spans of the chosen lines of `block` (lines split on b'\\n')."""
+        start_offset = self.offset
+        self.offset += len(block) + 1
+        full_until = max(0, HEAD_BYTES - start_offset)
+        full_from = len(block) - TAIL_BYTES if final else len(block) + 1
+        if total is not None and total <= HEAD_BYTES + TAIL_BYTES:
+            full_until = len(block) + 1
+        if full_until >= full_from or full_until > len(block):
+            yield from _all_spans(block)
+            return
+        hits = {h: True for h in self._hits(block)}
+        for sample in _samples(block):
+            hits.setdefault(sample, False)  # a sample is one line, without context
+        yield from _spans(block, sorted(hits.items()), full_until, full_from)
+
+    def _hits(self, block: bytes) -> list[int]:
+        if self._use_hyperscan and self._hs is None:
+            self._hs = _hyperscan_db(self.triggers, self._words)
+            self._use_hyperscan = self._hs is not None
+        if self._hs is not None:
+            found: list[int] = []
+            self._hs.scan(block, match_event_handler=lambda _id, _f, end, _fl, _c:
+                          found.append(end))
+            return found
+        return [m.start() for m in self._pattern.finditer(block.lower())]
+
+
+def _hyperscan_db(literals: tuple[str, ...], words: str):  # noqa: ANN202 - hyperscan.Database
+    try:
+        database = hyperscan.Database()
+        expressions = [re.escape(w).encode() for w in literals] + [words.encode()]
+        flags = [hyperscan.HS_FLAG_CASELESS] * len(expressions)
+        database.compile(expressions=expressions, ids=list(range(len(expressions))),
+                         elements=len(expressions), flags=flags)
+        return database
+    except Exception:  # noqa: BLE001 - any hyperscan failure falls back to `re`
+        return None
+
+
+def _samples(block: bytes) -> range:
+    step = max(1, len(block) // SAMPLES_PER_BLOCK)
+    return range(step // 2, len(block), step)
+
+
+def _all_spans(block: bytes) -> Iterator[tuple[int, int]]:
+    start = 0
+    while start <= len(block):
+        end = block.find(b"\n", start)
+        end = len(block) if end < 0 else end
+        yield start, end
+        start = end + 1
+
+
+def _spans(block: bytes, hits: list[tuple[int, bool]], full_until: int, full_from: int
+           ) -> Iterator[tuple[int, int]]:
+    """Lines in the full head/tail ranges, and lines at (around) each hit, once each, in order."""
+    last_end = -1  # end of the last emitted line
+    for start, end in _all_spans_between(block, 0, full_until):
+        yield start, end
+        last_end = end
+    anchors = [(h, context) for h, context in hits if full_until <= h < full_from]
+    for hit, context in anchors:
+        if hit <= last_end:
+            continue
+        start = _line_start(block, hit)
+        for _ in range(CONTEXT_BEFORE if context else 0):
+            if start <= last_end + 1 or start == 0:
+                break
+            start = _line_start(block, start - 1)
+        start = max(start, last_end + 1)
+        after = CONTEXT_AFTER if context else 0
+        for _ in range(1 + after + _lines_before(block, start, hit)):
+            if start > len(block) or start >= full_from:
+                break
+            end = block.find(b"\n", start)
+            end = len(block) if end < 0 else end
+            yield start, end
+            last_end, start = end, end + 1
+    tail_start = max(full_from, last_end + 1)
+    if tail_start <= len(block):
+        tail_start = _line_start(block, tail_start) if tail_start > last_end + 1 else tail_start
+        yield from _all_spans_between(block, max(tail_start, last_end + 1), len(block) + 1)
+
+
+def _all_spans_between(block: bytes, begin: int, until: int) -> Iterator[tuple[int, int]]:
+    start = begin
+    while start < until and start <= len(block):
+        end = block.find(b"\n", start)
+        end = len(block) if end < 0 else end
+        yield start, end
+        start = end + 1
+
+
+def _line_start(block: bytes, position: int) -> int:
+    return block.rfind(b"\n", 0, position) + 1
+
+
+def _lines_before(block: bytes, start: int, hit: int) -> int:
+    return block.count(b"\n", start, hit)

@@ -1,0 +1,84 @@
+"""Chunk-level selection gives the same diagnosis as reading every line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from minrepro.pipeline import diagnose_log, trigger_words
+from minrepro.reader import LogReader
+from minrepro.rulepack import load_rules
+from minrepro.scan import HEAD_BYTES, TAIL_BYTES, LineSelector
+
+NOISE = "2026-11-29 03:00:00,123 - INFO - data - shard {i} opened, {j} samples, prefetch ok\n"
+METRIC = "{{'loss': {loss:.4f}, 'learning_rate': 5e-05, 'epoch': {e:.2f}}}\n"
+OOM = """Traceback (most recent call last):
+  File "train.py", line 188, in main
+    loss.backward()
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free. Process 4242 has 78.12 GiB memory in use. Of the allocated memory 75.31 GiB is allocated by PyTorch, and 1.20 GiB is reserved by PyTorch but unallocated.
+"""
+
+
+def big_log(path: Path, middle: str, size: int = 4 * (HEAD_BYTES + TAIL_BYTES)) -> Path:
+    lines, written, i = [], 0, 0
+    while written < size:
+        line = METRIC.format(loss=2.0 - i * 1e-5, e=i / 1e4) if i % 3 else NOISE.format(i=i, j=i * 7)
+        lines.append(line)
+        written += len(line)
+        i += 1
+    half = len(lines) // 2
+    path.write_text("".join(lines[:half]) + middle + "".join(lines[half:]), encoding="utf-8")
+    return path
+
+
+def both_ways(path: Path):
+    full = diagnose_log(path, reader=LogReader(path, selector=_Everything()))
+    selected = diagnose_log(path)
+    return full, selected
+
+
+class _Everything(LineSelector):
+    """A selector that picks every line: the reference."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    def pick(self, block: bytes, total, final):  # noqa: ANN001, ANN201
+        from minrepro.scan import _all_spans
+
+        return _all_spans(block)
+
+
+@pytest.mark.parametrize("middle, cause", [
+    (OOM, "cuda_oom"),
+    ("[rank2]:IndexError: index out of range in self\n", "position_overflow"),
+    ("RuntimeError: Expected all tensors to be on the same device, but found at least two "
+     "devices, cuda:0 and cpu!\n", "device_mismatch"),
+])
+def test_failure_in_the_middle_is_found(tmp_path: Path, middle: str, cause: str) -> None:
+    full, selected = both_ways(big_log(tmp_path / "big.log", middle))
+    assert full.cause == selected.cause == cause
+    assert full.params == selected.params
+    assert [e.line for e in full.evidence][:1] == [e.line for e in selected.evidence][:1]
+
+
+def test_line_numbers_survive_selection(tmp_path: Path) -> None:
+    path = big_log(tmp_path / "big.log", OOM)
+    expected = next(n for n, text in enumerate(path.read_text().splitlines(), 1)
+                    if "OutOfMemoryError" in text)
+    assert diagnose_log(path).evidence[0].line == expected
+
+
+def test_small_log_reads_every_line(tmp_path: Path) -> None:
+    path = tmp_path / "small.log"
+    path.write_text("".join(NOISE.format(i=i, j=i) for i in range(1000)))
+    assert len(list(LogReader(path, selector=LineSelector(trigger_words(load_rules()))))) == 1000
+
+
+def test_pure_python_and_hyperscan_agree(tmp_path: Path) -> None:
+    path = big_log(tmp_path / "big.log", OOM)
+    words = trigger_words(load_rules())
+    a = [ln.number for ln in LogReader(path, selector=LineSelector(words, use_hyperscan=False))]
+    b = [ln.number for ln in LogReader(path, selector=LineSelector(words))]
+    assert a == b
