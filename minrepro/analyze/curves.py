@@ -162,12 +162,8 @@ class CurveAnalyzer:
                                 "batch_time": round(mean_batch, 4)})
 
     def _memory_growth(self) -> Finding | None:
-        points = self.series["memory_mb"].points()
-        if len(points) < 5:
-            return None
-        steps = list(zip(points, points[1:]))
-        rising = sum(b.value > a.value for a, b in steps) / len(steps)
-        if rising < 0.8 or points[-1].value < 1.5 * points[0].value:
+        points = _rising_tail(self.series["memory_mb"].points())
+        if len(points) < 5 or points[-1].value < 1.5 * points[0].value:
             return None
         return _finding("undetached_loss_list", "memory", 0.6, [points[0], points[-1]],
                         params={"memory_start_mb": round(points[0].value, 1),
@@ -184,6 +180,19 @@ def _spikes(points: list[Point], factor: float = SPIKE_FACTOR) -> list[Point]:
             spikes.append(point)
         bisect.insort(seen, point.value)
     return spikes
+
+
+def _rising_tail(points: list[Point]) -> list[Point]:
+    """The last stretch of the series that never goes down and rises at 80% of its steps
+    (memory held by leaked graphs grows step after step until the OOM)."""
+    start = len(points) - 1
+    while start > 0 and points[start - 1].value <= points[start].value:
+        start -= 1
+    tail = points[start:]
+    steps = list(zip(tail, tail[1:]))
+    while steps and sum(b.value > a.value for a, b in steps) < 0.8 * len(steps):
+        tail, steps = tail[1:], steps[1:]  # drop the flat start of the stretch
+    return tail
 
 
 def _grew_before(points: list[Point], line: int) -> bool:

@@ -41,6 +41,7 @@ class OomAnalyzer:
             ("requested_bytes", report.requested_bytes), ("capacity_bytes", report.capacity_bytes),
             ("free_bytes", report.free_bytes), ("allocated_bytes", report.allocated_bytes),
             ("reserved_bytes", report.reserved_bytes), ("device_index", report.device_index),
+            ("rank", report.rank if report.rank is not None else line.rank),
         ) if v is not None}
         fragmented = is_fragmented(report)
         return [Finding(
