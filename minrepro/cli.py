@@ -150,7 +150,7 @@ def report(log: LogArg,
     _echo_warnings(diagnosis)
     text = build_report_for_log(log, diagnosis, verify=verify, redact=redact)
     if output is not None:
-        from minrepro.render import write_text
+        from minrepro.report import write_text
 
         write_text(text, output, force=force)
     else:
