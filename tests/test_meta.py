@@ -1,0 +1,43 @@
+"""Every cause in the taxonomy has a rule, a sample, a golden file and a template."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from minrepro.render import has_template, template_dir
+from minrepro.rulepack import load_rules
+from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF, TAXONOMY
+
+ROOT = Path(__file__).resolve().parents[1]
+LABELS = yaml.safe_load((ROOT / "samples" / "labels.yaml").read_text(encoding="utf-8"))
+RULE_CAUSES = {rule.cause for rule in load_rules()}
+
+
+def test_taxonomy_matches_design_md() -> None:
+    design = ROOT.parent / "shared" / "DESIGN.md"
+    if not design.exists():
+        pytest.skip("no ../shared/DESIGN.md beside this checkout")
+    text = design.read_text(encoding="utf-8")
+    for category, causes in TAXONOMY.items():
+        assert f"| {category} | {', '.join(causes)} |" in text
+
+
+@pytest.mark.parametrize("cause", ALL_CAUSES)
+def test_cause_is_covered(cause: str) -> None:
+    assert cause in RULE_CAUSES, "a rule pack"
+    samples = [c["file"] for c in LABELS if c["cause"] == cause]
+    assert samples, "a sample in samples/labels.yaml"
+    for name in samples:
+        assert (ROOT / "tests" / "golden" / name.replace(".log", ".json")).exists(), name
+    assert has_template(cause), "a template"
+    assert (template_dir() / f"{cause}.yaml").exists()
+    assert CATEGORY_OF[cause] in {c["category"] for c in LABELS if c["cause"] == cause}
+
+
+def test_negative_samples() -> None:
+    negatives = [c for c in LABELS if c["category"] == "none"]
+    assert len(negatives) >= 3
+    assert {c["cause"] for c in negatives} >= {"healthy", "unrelated_error"}

@@ -1,0 +1,91 @@
+"""End to end: log -> `minrepro repro` -> run the script (bug and --fixed), for real logs.
+
+Every sample and every corpus log of the core four that diagnoses right must reproduce on CPU
+(exit 1, `REPRODUCED: <cause>:` last) and pass with --fixed (exit 0); for the other causes one
+sample each. GPU-only causes must say they cannot be tested here (exit 125) on a CPU machine.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import yaml
+
+from minrepro.pipeline import diagnose_log
+from minrepro.render import render_repro
+from minrepro.taxonomy import CORE_CAUSES, GPU_ONLY_CAUSES
+from minrepro.verify import verify_script
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = Path(os.environ.get("MINREPRO_CORPUS", ROOT.parent / "shared" / "corpus" / "dev"))
+
+
+def _labelled(folder: Path) -> list[tuple[Path, str]]:
+    if not (folder / "labels.yaml").exists():
+        return []
+    cases = yaml.safe_load((folder / "labels.yaml").read_text(encoding="utf-8"))
+    return [(folder / c["file"], c["cause"]) for c in cases if c["category"] != "none"]
+
+
+def _cases() -> list[tuple[Path, str]]:
+    samples, corpus = _labelled(ROOT / "samples"), _labelled(CORPUS)
+    chosen = [(p, c) for p, c in samples + corpus if c in CORE_CAUSES]
+    seen: set[str] = set()
+    for path, cause in samples:  # one sample of every other cause
+        if cause not in CORE_CAUSES and cause not in seen:
+            seen.add(cause)
+            chosen.append((path, cause))
+    return chosen
+
+
+CASES = _cases()
+
+
+def test_cases_cover_the_core_four_in_samples_and_corpus() -> None:
+    causes = {cause for _, cause in CASES}
+    assert set(CORE_CAUSES) <= causes and len(causes) == 16
+
+
+def _check(path: Path, cause: str, workdir: Path) -> str | None:
+    diagnosis = diagnose_log(path)
+    if diagnosis.cause != cause:
+        return None  # misdiagnosed logs are the classifier's tests' business
+    script = workdir / f"{path.stem}.py"
+    result = subprocess.run([sys.executable, "-m", "minrepro", "repro", str(path), "-o",
+                             str(script)], capture_output=True, timeout=60)
+    assert result.returncode == 0, result.stderr.decode()
+    text = script.read_text(encoding="utf-8")
+    assert text == render_repro(diagnosis), "the CLI writes what the library renders"
+    ast.parse(text)
+    assert sum(1 for line in text.splitlines() if line.strip()) <= 40
+    bug, fixed = verify_script(script, timeout=120), verify_script(script, fixed=True, timeout=120)
+    if cause in GPU_ONLY_CAUSES and not _has_cuda():
+        assert (bug.outcome, fixed.outcome) == ("cannot_test", "cannot_test"), bug.output_tail
+        return bug.last_line
+    assert bug.outcome == "reproduced", f"{path.name}: {bug.output_tail}"
+    assert bug.last_line.startswith(f"REPRODUCED: {cause}:")
+    assert fixed.outcome == "not_reproduced", f"{path.name} --fixed: {fixed.output_tail}"
+    return bug.last_line
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+@pytest.mark.slow
+def test_every_case_reproduces(tmp_path: Path) -> None:
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {pool.submit(_check, path, cause, tmp_path): path for path, cause in CASES}
+        lines = {futures[f].name: f.result() for f in futures}
+    ran = [name for name, line in lines.items() if line is not None]
+    assert len(ran) >= 0.9 * len(CASES), f"only {len(ran)} of {len(CASES)} diagnosed right"
