@@ -59,6 +59,7 @@ import yaml
 import minrepro
 from minrepro.errors import OutputError, RenderError
 from minrepro.model import Diagnosis, Evidence
+from minrepro.redact import redact
 from minrepro.taxonomy import CATEGORY_OF
 
 MAX_SCRIPT_LINES = 40
@@ -104,9 +105,14 @@ def one_line(text: object, limit: int = 100) -> str:
 
 
 def comment_text(text: object, limit: int = 100) -> str:
-    """The `comment` filter: text that is safe after a `#` (one line, no coding cookie)."""
+    """The `comment` filter: text that is safe after a `#` (one line, no coding cookie).
+
+    Home paths, IPs and e-mail addresses are masked (machine-independent masks only, so the
+    same log still renders the same script anywhere): scripts get attached to public issues.
+    """
     # Substituted before one_line: it only replaces and collapses, never joins letters.
-    return one_line(_CODING_COOKIE.sub(r"coding \1", str(text)[: limit * 4]), limit)
+    masked = redact(str(text)[: limit * 4])
+    return one_line(_CODING_COOKIE.sub(r"coding \1", masked), limit)
 
 
 # --- environment and template files -------------------------------------------------------
