@@ -13,7 +13,6 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Annotated, Optional
 
-import click
 import typer
 
 from minrepro.errors import MinreproError
@@ -188,25 +187,21 @@ def rules(rule_id: Annotated[Optional[str], typer.Argument(
 
 
 def main() -> None:
-    """Console entry point: one line on stderr for any error, never a traceback."""
+    """Console entry point: one line on stderr for any error, never a traceback.
+
+    Typer handles its own usage errors (exit 2) and exits; library errors come out here.
+    """
     code: int = 0
     try:
-        returned = app(standalone_mode=False)
-        code = returned if isinstance(returned, int) else 0
+        app()
     except MinreproError as err:
         typer.echo(f"minrepro: error: {err}", err=True)
         code = ExitCode.USAGE
-    except click.exceptions.Exit as done:
-        code = done.exit_code
-    except click.ClickException as err:
-        err.show()
-        code = ExitCode.USAGE
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except KeyboardInterrupt:
         typer.echo("minrepro: interrupted", err=True)
         code = 130
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 0
     except Exception as err:  # noqa: BLE001 - the contract is one line, never a traceback
         if os.environ.get("MINREPRO_DEBUG"):
             raise

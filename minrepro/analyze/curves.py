@@ -77,9 +77,13 @@ class CurveAnalyzer:
         spikes = _spikes(loss.points())
         bad = loss.first_bad
         if bad is not None:
+            # A loss that turns NaN/Inf after finite steps is most often a step too large;
+            # fp16 scaling and softmax overflow have their own, stronger signals.
             grew = bool(spikes) or _grew_before(loss.points(), bad.line)
+            finite_before = sum(1 for p in loss.points() if p.line < bad.line)
+            score = 0.75 if grew else 0.55 if finite_before >= 2 else 0.4
             points = spikes[:3] + [bad]
-            return _finding("lr_divergence", "convergence", 0.7 if grew else 0.4, points,
+            return _finding("lr_divergence", "convergence", score, points,
                             params=self._lr_at(points[0].line))
         grad = _spikes(self.series["grad_norm"].points(), factor=50.0)
         if not spikes and not grad:
@@ -93,13 +97,20 @@ class CurveAnalyzer:
         for name in ("loss", "eval_loss"):
             points = self.series[name].points()
             plateau = _plateau(points)
-            if plateau is None:
+            settled = _settled_at_ln_c(points) if plateau is None else None
+            level = plateau if plateau is not None else settled
+            if level is None and points and _classes_for(points[-1].value):
+                # Ending exactly at ln(C) is the loss of uniform guessing: a weak sign alone.
+                return _finding("loss_stagnation", "convergence", 0.45, [points[-1]],
+                                params={"plateau_loss": round(points[-1].value, 4),
+                                        "num_classes": _classes_for(points[-1].value) or 0})
+            if level is None:
                 continue
-            params: dict[str, float | int] = {"plateau_loss": round(plateau, 4)}
-            classes = _classes_for(plateau)
+            params: dict[str, float | int] = {"plateau_loss": round(level, 4)}
+            classes = _classes_for(level)
             if classes:
                 params["num_classes"] = classes
-            score = 0.75 if classes else 0.55
+            score = 0.75 if classes and plateau is not None else 0.65 if classes else 0.55
             return _finding("loss_stagnation", "convergence", score, [points[0], points[-1]],
                             params=params)
         return None
@@ -111,14 +122,18 @@ class CurveAnalyzer:
         at_chance = self._eval_at_chance()
         always_zero = all(p.value <= 1e-3 for p in loss)
         collapsed = loss[0].value >= 10 * max(loss[-1].value, 1e-6)
-        if not (always_zero or (collapsed and at_chance is not None)):
+        accuracy = self.series["accuracy"].points()
+        perfect = (len(accuracy) >= 3 and all(p.value in (1.0, 100.0) for p in accuracy[-3:])
+                   and all(p.value <= 1e-4 for p in loss[-3:]))
+        if not (always_zero or perfect or (collapsed and at_chance is not None)):
             return None
         params: dict[str, int] = {}
         if at_chance is not None and at_chance[1]:
             params["num_classes"] = at_chance[1]
         evidence = [loss[0], loss[-1]] + ([at_chance[0]] if at_chance else [])
         score = 0.75 if at_chance is not None else 0.5
-        return _finding("single_class_labels", "convergence", score, evidence, params=params)
+        return _finding("single_class_labels", "convergence", score, evidence, params=params,
+                        supersedes=("overfitting",))
 
     def _eval_at_chance(self) -> tuple[Point, int | None] | None:
         """The eval point that shows chance-level prediction, and the class count it implies."""
@@ -135,7 +150,7 @@ class CurveAnalyzer:
     def _overfitting(self) -> Finding | None:
         train, evals = self.series["loss"].points(), self.series["eval_loss"].points()
         if len(evals) < 3 or len(train) < 2:
-            return None
+            return self._generalisation_gap(train, evals)
         best = min(range(len(evals)), key=lambda i: evals[i].value)
         after = evals[best:]
         rising = len(after) >= 3 and after[-1].value >= after[0].value * 1.05
@@ -144,16 +159,29 @@ class CurveAnalyzer:
         recent_train = statistics.fmean(p.value for p in train_after) if train_after else 0.0
         gap = (statistics.fmean(p.value for p in after) - recent_train) / max(recent_train, 1e-9)
         if not (rising and falling and gap > 0.1):
-            return None
+            stalled = best < len(evals) - max(2, len(evals) // 3)  # no new best lately
+            return self._generalisation_gap(train, evals) if stalled else None
         return _finding("overfitting", "precision", 0.7, [evals[best], after[-1]],
                         params={"best_eval_loss": round(evals[best].value, 4)})
+
+    def _generalisation_gap(self, train: list[Point], evals: list[Point]) -> Finding | None:
+        """Few evaluations: a held-out loss ten times the (already small) training loss."""
+        if not train or not evals:
+            return None
+        last_train = min(train[-3:], key=lambda p: abs(p.line - evals[-1].line))
+        if last_train.value >= 0.1 or evals[-1].value < 10 * max(last_train.value, 1e-9):
+            return None
+        return _finding("overfitting", "precision", 0.55, [last_train, evals[-1]],
+                        params={"best_eval_loss": round(min(p.value for p in evals), 4)})
 
     def _data_bound(self) -> Finding | None:
         data, batch = self.series["data_time"].points(), self.series["batch_time"].points()
         if len(data) < 3 or len(batch) < 3:
             return None
-        mean_data = statistics.fmean(p.value for p in data)
-        mean_batch = statistics.fmean(p.value for p in batch)
+        # Without the first step: its data time (workers starting) would dominate the mean,
+        # while later stalls, however intermittent, are the bottleneck.
+        mean_data = statistics.fmean(p.value for p in data[1:])
+        mean_batch = statistics.fmean(p.value for p in batch[1:])
         if mean_batch <= 0 or mean_data / mean_batch < 0.5:
             return None
         score = 0.8 if mean_data / mean_batch >= 0.7 else 0.6
@@ -211,11 +239,29 @@ def _plateau(points: list[Point]) -> float | None:
     return mean
 
 
+def _settled_at_ln_c(points: list[Point]) -> float | None:
+    """The level of a curve whose second half sits in a tight band around ln(C), else None.
+
+    Noisy per-batch losses hovering at ln 2 or ln 10 mean uniform guessing even when the
+    first steps were higher (initial loss above ln C falls to it and stays)."""
+    tail = [p.value for p in points[len(points) // 2:]]
+    if len(tail) < 3:
+        return None
+    level = statistics.median(tail)
+    quartiles = statistics.quantiles(tail, n=4) if len(tail) >= 4 else [min(tail), 0, max(tail)]
+    if level <= 0.05 or (quartiles[2] - quartiles[0]) / level > 0.05:
+        return None
+    classes = round(math.exp(level)) if level < math.log(1001) else 0
+    if classes >= 2 and abs(math.log(classes) - level) <= 0.03 * level:
+        return level
+    return None
+
+
 def _classes_for(plateau: float) -> int | None:
     """C such that the plateau is ln(C): the loss of uniform guessing over C classes."""
-    if plateau > math.log(1_000_000):
-        return None
+    if plateau > math.log(1001):
+        return None  # beyond a classifier's class count (a vocabulary-sized plateau)
     classes = round(math.exp(plateau))
-    if classes >= 2 and abs(math.log(classes) - plateau) <= LN_C_TOLERANCE * plateau:
+    if classes >= 2 and abs(math.log(classes) - plateau) <= 3 * LN_C_TOLERANCE * plateau:
         return classes
     return None

@@ -8,6 +8,7 @@ from minrepro.model import (
     Finding,
     Line,
     LossScaleEvent,
+    MetricRecord,
     NcclTimeout,
     OomReport,
 )
@@ -71,24 +72,34 @@ class LossScaleAnalyzer:
         self.lines: list[Line] = []
 
     def feed(self, event: Event, line: Line) -> None:
-        if not isinstance(event, LossScaleEvent):
+        if isinstance(event, MetricRecord):  # "loss_scale : 1.4e-14" printed as a metric
+            scale = event.get("loss_scale")
+            if scale is not None and scale < 1:
+                self._lower(scale, line, at_minimum=False)
             return
-        self.count += 1
-        self.at_minimum |= event.at_minimum
-        if event.scale_to is not None and (self.lowest is None or event.scale_to < self.lowest):
-            self.lowest = event.scale_to
-        if len(self.lines) < 3 or event.at_minimum:
+        if isinstance(event, LossScaleEvent):
+            self.count += 1
+            self._lower(event.scale_to, line, event.at_minimum)
+
+    def _lower(self, scale: float | None, line: Line, at_minimum: bool) -> None:
+        self.at_minimum |= at_minimum
+        if scale is not None and (self.lowest is None or scale < self.lowest):
+            self.lowest = scale
+        if len(self.lines) < 3 or at_minimum:
             self.lines = (self.lines + [line])[-4:]
 
     def findings(self) -> list[Finding]:
-        collapsed = self.at_minimum or (self.lowest is not None and self.lowest < 1)
+        # At or below 1 the scaler is at its floor (DeepSpeed's default minimum is 1): every
+        # step overflows unscaled.
+        collapsed = self.at_minimum or (self.lowest is not None and self.lowest <= 1)
         if not (collapsed or self.count >= MANY_REDUCTIONS) or not self.lines:
             return []
         params = {"loss_scale": self.lowest} if self.lowest is not None else {}
         evidence = tuple(e for line in self.lines for e in _evidence(line))
         return [Finding(rule_id="", cause="fp16_overflow", category="precision",
                         score=0.8 if collapsed else 0.6, first_line=self.lines[0].number,
-                        evidence=evidence, params=tuple(params.items()), severity="symptom")]
+                        evidence=evidence, params=tuple(params.items()), severity="symptom",
+                        supersedes=("lr_divergence",))]
 
 
 class NcclAnalyzer:

@@ -71,12 +71,13 @@ _CAPACITY_NEW = re.compile(rf"total capac\w* of {_S}")
 _FREE_OLD = re.compile(rf"{_S} free\b")
 _FREE_NEW = re.compile(rf"of which {_S} is free")
 _ALLOC_OLD = re.compile(rf"{_S} already allocated")
-_ALLOC_NEW = re.compile(rf"{_S} is allocated by PyTorch")
-_RESERVED_OLD = re.compile(rf"{_S} (?:reserved in total by PyTorch|cached\))")
+_ALLOC_NEW = re.compile(rf"{_S} is allocated by PyTorch", re.IGNORECASE)
+_RESERVED_OLD = re.compile(rf"{_S} (?:reserved in total by PyTorch|cached\))", re.IGNORECASE)
 #: "CUDA error: out of memory", "HIP out of memory", "torch.OutOfMemoryError: ..."
 _OOM_WITHOUT_SIZES = re.compile(
     r"(?:CUDA|HIP|XPU|MPS backend|NPU) (?:error: )?out of memory|OutOfMemoryError")
-_UNALLOCATED_NEW = re.compile(rf"{_S} is reserved by PyTorch but unallocated")
+_UNALLOCATED_NEW = re.compile(rf"{_S} is reserved by PyTorch but unallocated",
+                              re.IGNORECASE)
 
 
 class OomExtractor:

@@ -127,7 +127,25 @@ def _may_hold_metrics(text: str) -> bool:
             or "top1" in text)
 
 
+_EVAL_LINE = re.compile(r"^\W*(?:test set|validation set|val(?:idation)?|eval(?:uation)?|test)\b",
+                        re.IGNORECASE)
+
+
+def _as_eval(record: MetricRecord) -> MetricRecord:
+    """Lines like "Test set: Average loss: 2.9, Accuracy: ..." report evaluation, not training."""
+    values = tuple((name if name.startswith("eval_") or name in _SECONDARY else f"eval_{name}",
+                    value) for name, value in record.values)
+    return MetricRecord(line=record.line, values=values, step=record.step, rank=record.rank)
+
+
 def parse_metrics(text: str, line: Line) -> MetricRecord | None:
+    record = _parse_metrics(text, line)
+    if record is not None and _EVAL_LINE.match(text):
+        return _as_eval(record)
+    return record
+
+
+def _parse_metrics(text: str, line: Line) -> MetricRecord | None:
     """One line -> a MetricRecord, or None when the line holds no training metric."""
     if text.startswith(_NOT_METRICS) or any(marker in text for marker in _NOT_METRICS):
         return None
