@@ -11,7 +11,7 @@ import sys
 import tempfile
 from enum import IntEnum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -33,11 +33,11 @@ app = typer.Typer(
 
 LogArg = Annotated[str, typer.Argument(help="The training log: a file, a .gz file, or - for stdin.",
                                        show_default=False)]
-RulesOpt = Annotated[Optional[list[Path]], typer.Option(
+RulesOpt = Annotated[list[Path] | None, typer.Option(
     "--rules", help="A directory of extra YAML rule packs (repeatable).")]
 
 
-def _diagnose(log: str, rules: Optional[list[Path]] = None, *, progress: bool = False) -> Diagnosis:
+def _diagnose(log: str, rules: list[Path] | None = None, *, progress: bool = False) -> Diagnosis:
     from minrepro.pipeline import diagnose_log
     from minrepro.progress import progress_for
     from minrepro.reader import LogReader
@@ -70,7 +70,7 @@ def diagnose(log: LogArg, json_: Annotated[bool, typer.Option(
 
 @app.command()
 def repro(log: LogArg,
-          output: Annotated[Optional[Path], typer.Option(
+          output: Annotated[Path | None, typer.Option(
               "-o", "--output", help="Write the script here (default: stdout).")] = None,
           force: Annotated[bool, typer.Option(help="Overwrite an existing output file.")] = False,
           verify: Annotated[bool, typer.Option(
@@ -95,7 +95,7 @@ def repro(log: LogArg,
     raise typer.Exit(ExitCode.DIAGNOSED)
 
 
-def _verify_text(text: str, written: Optional[Path]) -> None:
+def _verify_text(text: str, written: Path | None) -> None:
     from minrepro.verify import verify_script
 
     if written is not None:
@@ -113,8 +113,9 @@ def _verify_text(text: str, written: Optional[Path]) -> None:
 def verify(script: Annotated[Path, typer.Argument(help="A repro script written by minrepro.")],
            fixed: Annotated[bool, typer.Option(
                "--fixed", help="Run with the fix applied; success is NOT REPRODUCED.")] = False,
-           timeout: Annotated[float, typer.Option(help="Seconds before the run is killed.")] = 120.0,
-           device: Annotated[Optional[str], typer.Option(help="cpu or cuda.")] = None) -> None:
+           timeout: Annotated[float, typer.Option(
+               help="Seconds before the run is killed.")] = 120.0,
+           device: Annotated[str | None, typer.Option(help="cpu or cuda.")] = None) -> None:
     """Run SCRIPT and say: reproduced / not reproduced / cannot test here / error.
 
     Exit 0 when the outcome is the expected one (reproduced; with --fixed, not reproduced),
@@ -135,10 +136,11 @@ def verify(script: Annotated[Path, typer.Argument(help="A repro script written b
 
 @app.command()
 def report(log: LogArg,
-           output: Annotated[Optional[Path], typer.Option(
+           output: Annotated[Path | None, typer.Option(
                "-o", "--output", help="Write the Markdown here (default: stdout).")] = None,
            force: Annotated[bool, typer.Option(help="Overwrite an existing output file.")] = False,
-           verify: Annotated[bool, typer.Option(help="Run the repro and include the result.")] = False,
+           verify: Annotated[bool, typer.Option(
+               help="Run the repro and include the result.")] = False,
            redact: Annotated[bool, typer.Option(
                help="Mask home paths, user and host names, IPs.")] = True,
            rules: RulesOpt = None) -> None:
@@ -170,7 +172,7 @@ def env(json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = Fal
 
 
 @app.command()
-def rules(rule_id: Annotated[Optional[str], typer.Argument(
+def rules(rule_id: Annotated[str | None, typer.Argument(
               metavar="[ID]", help="A rule id (MR-MEM-002) or cause name to explain.")] = None,
           extra: RulesOpt = None) -> None:
     """List the rules, or explain one."""

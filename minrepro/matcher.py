@@ -13,10 +13,10 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from minrepro.extract.units import parse_duration_ms, parse_size
 from minrepro.literals import LiteralSet
 from minrepro.model import Evidence, Finding, Line, ParamValue
 from minrepro.rulepack import Rule, Signal
-from minrepro.extract.units import parse_duration_ms, parse_size
 
 REGEX_TIMEOUT_S = 0.25
 PROSE_LINES = 5000

@@ -1,4 +1,4 @@
-"""Plain frozen dataclasses exchanged between the stages (reader -> extractors -> rules -> diagnose).
+"""Plain frozen dataclasses exchanged between the stages (reader -> extractors -> rules ...).
 
 Every stage takes and returns these; nothing below the CLI prints or exits.
 """

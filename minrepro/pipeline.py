@@ -101,7 +101,8 @@ def diagnose_lines(lines: Iterable[Line], *, rules: tuple[Rule, ...] | None = No
     rules = load_rules() if rules is None else rules
     findings, collector, matcher = run_stages(lines, rules)
     curve = next((a for a in collector.analyzers if isinstance(a, CurveAnalyzer)), None)
-    notes = list(warnings) + [f"rule pattern timed out: {name}" for name in sorted(matcher.timeouts)]
+    notes = list(warnings) + [f"rule pattern timed out: {name}"
+                              for name in sorted(matcher.timeouts)]
     context = Context(source=source, env=collector.env, tracebacks=collector.all_tracebacks(),
                       loss_curve=curve.loss_curve() if curve else (), warnings=tuple(notes))
     return decide(findings, rules, context)

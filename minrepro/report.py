@@ -25,13 +25,14 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from minrepro.envreport import EnvReport, format_env_text
-from minrepro.errors import BadInputError, OutputError, RenderError
+from minrepro.errors import BadInputError, RenderError
+from minrepro.files import write_atomic
+from minrepro.markdown import clean_line, code_span, fence, md_escape, sparkline
 from minrepro.model import Diagnosis, Evidence, Line, ParamValue
 from minrepro.output import human_bytes
 from minrepro.reader import LogReader
@@ -43,16 +44,10 @@ Mask = Callable[[str], str]
 
 CONTEXT_LINES = 2  # lines shown before and after each evidence line
 MAX_EVIDENCE_LINES = 12  # evidence lines shown; a diagnosis may cite more
-MAX_LINE_CHARS = 400  # per excerpt line: a 16 KiB log line would drown the report
 MAX_TRACEBACK_CHARS = 20_000
-SPARK_WIDTH = 60
-_BARS = "▁▂▃▄▅▆▇█"
 # Differences below 1 % of the loss are noise for the eye; a plateau at 2.3026 +- 0.0002
 # must draw flat, not as a jagged line that suggests oscillation.
-_FLAT_FRACTION = 0.01
 _CURVE_CAUSES = frozenset({"overfitting"})  # curve causes outside the convergence category
-_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
-_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*[]<>&|~"})
 _ENV_LABELS = {
     "torch_version": "PyTorch", "cuda_version": "CUDA", "driver_version": "NVIDIA driver",
     "gpu_name": "GPU", "compute_capability": "Compute capability",
@@ -182,70 +177,6 @@ def _assemble(cited: dict[int, Evidence], wanted: set[int], seen: dict[int, Exce
     return tuple(lines)
 
 
-# --- Markdown helpers ----------------------------------------------------------------------
-
-
-def fence(text: str, info: str = "") -> str:
-    """A fenced code block that `text` cannot close: the fence outruns every backtick run."""
-    ticks = "`" * max(3, _longest_run(text, "`") + 1)
-    body = text if text.endswith("\n") else text + "\n"
-    return f"{ticks}{info}\n{body}{ticks}"
-
-
-def md_escape(text: str) -> str:
-    """One line of untrusted text, safe in Markdown prose (no code spans, links, HTML)."""
-    return clean_line(text).translate(_MD_SPECIAL)
-
-
-def code_span(text: str) -> str:
-    """Inline code that the text cannot break out of."""
-    text = clean_line(text)
-    ticks = "`" * (_longest_run(text, "`") + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
-
-
-def _longest_run(text: str, char: str) -> int:
-    longest = run = 0
-    for c in text:
-        run = run + 1 if c == char else 0
-        longest = max(longest, run)
-    return longest
-
-
-def clean_line(text: str, limit: int = MAX_LINE_CHARS) -> str:
-    """Control, bidi and line-separator characters become spaces; cut at `limit`."""
-    cleaned = "".join(" " if c != "\t" and unicodedata.category(c) in _UNSAFE_CATEGORIES
-                      else c for c in text[: limit + 1])
-    return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
-
-
-def sparkline(values: Sequence[float], width: int = SPARK_WIDTH) -> str:
-    """▁▂▃▄▅▆▇█ from min to max, `!` for NaN/Inf; at most `width` characters."""
-    points = _downsample(values, width)
-    finite = [v for v in points if math.isfinite(v)]
-    if not finite:
-        return "!" * len(points)
-    low, high = min(finite), max(finite)
-    span = max(high - low, _FLAT_FRACTION * max(abs(low), abs(high)), 1e-12)
-    if high - low < span:  # near-flat: centre it in the middle bar, away from bar edges
-        low = (low + high) / 2 - span * (len(_BARS) / 2 - 0.5) / len(_BARS)
-    return "".join(_BARS[min(int((v - low) / span * len(_BARS)), len(_BARS) - 1)]
-                   if math.isfinite(v) else "!" for v in points)
-
-
-def _downsample(values: Sequence[float], width: int) -> list[float]:
-    """`width` buckets; a bucket holding a NaN/Inf shows it (it is the news), else its mean."""
-    if len(values) <= width:
-        return list(values)
-    buckets = []
-    for i in range(width):
-        chunk = values[i * len(values) // width:(i + 1) * len(values) // width]
-        bad = [v for v in chunk if not math.isfinite(v)]
-        buckets.append(bad[0] if bad else sum(chunk) / len(chunk))
-    return buckets
-
-
 # --- the document --------------------------------------------------------------------------
 
 
@@ -364,8 +295,8 @@ def _repro_section(diagnosis: Diagnosis, script: str | None, script_error: str |
         why = script_error or f"no repro template for {diagnosis.cause} yet"
         return f"## Repro\n\n_{md_escape(why)}._"
     parts = ["## Repro",
-             f"Standalone (standard library + torch), written by `minrepro repro`."
-             f" Save it as `repro.py`:",
+             "Standalone (standard library + torch), written by `minrepro repro`."
+             " Save it as `repro.py`:",
              fence(script, "python"), _HOW_TO_RUN]
     if verify_result is not None:
         parts.append(_verify_text(verify_result))
@@ -437,40 +368,6 @@ def _footer(diagnosis: Diagnosis, mask: Mask, *, redacted: bool) -> str:
     return line + "_"
 
 
-# --- writing -------------------------------------------------------------------------------
-
-
 def write_text(text: str, path: str | os.PathLike[str], *, force: bool = False) -> Path:
-    """Write `text` atomically (temp file + os.replace); never clobber unless `force`."""
-    target = Path(path)
-    if target.is_dir():
-        raise OutputError(f"{target}: is a directory")
-    if target.exists() and not force:
-        raise OutputError(f"{target}: already exists (use --force to overwrite)")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as err:
-        raise OutputError(f"{target}: cannot write: {err.strerror or err}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        _move_into_place(tmp, target, force)
-    except OSError as err:
-        raise OutputError(f"{target}: cannot write: {err.strerror or err}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return target
-
-
-def _move_into_place(tmp: str, target: Path, force: bool) -> None:
-    if force:
-        os.replace(tmp, target)
-        return
-    try:  # a hard link fails if the target appeared meanwhile: no silent clobbering
-        os.link(tmp, target)
-    except FileExistsError:
-        raise OutputError(f"{target}: already exists (use --force to overwrite)") from None
-    except OSError:  # filesystems without hard links
-        os.replace(tmp, target)
+    """Write the report atomically (0o644); never clobber unless `force`."""
+    return write_atomic(text, path, force=force)

@@ -13,7 +13,7 @@ import math
 import statistics
 
 from minrepro.analyze.series import Point, Series
-from minrepro.model import Evidence, Event, Finding, Line, MetricRecord
+from minrepro.model import Event, Evidence, Finding, Line, MetricRecord
 
 _TRACKED = ("loss", "eval_loss", "learning_rate", "grad_norm", "accuracy", "eval_accuracy",
             "eval_matthews_correlation", "data_time", "batch_time", "memory_mb")
@@ -217,7 +217,7 @@ def _rising_tail(points: list[Point]) -> list[Point]:
     while start > 0 and points[start - 1].value <= points[start].value:
         start -= 1
     tail = points[start:]
-    steps = list(zip(tail, tail[1:]))
+    steps = list(zip(tail, tail[1:], strict=False))
     while steps and sum(b.value > a.value for a, b in steps) < 0.8 * len(steps):
         tail, steps = tail[1:], steps[1:]  # drop the flat start of the stretch
     return tail

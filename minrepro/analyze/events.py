@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from minrepro.model import (
-    Evidence,
     Event,
+    Evidence,
     Finding,
     Line,
     LossScaleEvent,
