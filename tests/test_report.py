@@ -149,7 +149,7 @@ def test_report_sections_of_a_diagnosed_log() -> None:
     for heading in ("## Diagnosis", "## Evidence", "## Loss curve", "## Repro",
                     "## Environment", "### From the log"):
         assert f"\n{heading}\n" in text
-    assert "- **Confidence:** 0.93" in text
+    assert "- **Confidence:** 0.95" in text
     assert "`MR-CONV-001`" in text
     assert "Machine that ran minrepro (not necessarily the failing machine)" in text
     assert "- GPU: `NVIDIA A10G`" in text and "- PyTorch: `2.2.1+cu121`" in text

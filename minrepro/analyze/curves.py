@@ -76,6 +76,9 @@ class CurveAnalyzer:
         loss = self.series["loss"]
         spikes = _spikes(loss.points())
         bad = loss.first_bad
+        if bad is None and self.series["eval_loss"].first_bad is not None:
+            loss = self.series["eval_loss"]  # "total_val_loss: nan" after finite values
+            bad = loss.first_bad
         if bad is not None:
             # A loss that turns NaN/Inf after finite steps is most often a step too large;
             # fp16 scaling and softmax overflow have their own, stronger signals.

@@ -54,12 +54,19 @@ class OomAnalyzer:
 
 
 def is_fragmented(report: OomReport) -> bool:
-    """Enough memory is reserved but unallocated to serve the request, and it is a large share."""
-    if None in (report.requested_bytes, report.allocated_bytes, report.reserved_bytes):
+    """Enough memory is reserved but unallocated to serve the request, and it is a large share
+    of the pool: the allocator holds it in blocks it cannot use. (A few percent of the pool
+    unallocated is normal rounding slack, however large next to a small request.)"""
+    requested, allocated, reserved = (report.requested_bytes, report.allocated_bytes,
+                                      report.reserved_bytes)
+    if requested is None or allocated is None or reserved is None:
         return False
-    unallocated = report.reserved_bytes - report.allocated_bytes  # type: ignore[operator]
-    return (unallocated >= report.requested_bytes  # type: ignore[operator]
-            and unallocated >= FRAGMENTED_SHARE * report.reserved_bytes)  # type: ignore[operator]
+    if reserved < allocated:
+        # Torch <= 1.3 printed "N cached": the cache's free part, not the whole pool.
+        unallocated, reserved = reserved, reserved + allocated
+    else:
+        unallocated = reserved - allocated
+    return unallocated >= requested and unallocated >= FRAGMENTED_SHARE * reserved
 
 
 class LossScaleAnalyzer:

@@ -85,6 +85,7 @@ _TQDM_COUNT = re.compile(r"\|\s*(\d+)/(?:\d+|\?)\s*\[")
 _EPOCH_BEFORE = re.compile(r"[Ee]poch\s*[:=]?\s*\[?\s*$")
 _EPOCH = re.compile(r"[Ee]poch\s*[:=]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\]?")
 _ASSIGNMENT = re.compile(r"\s+[A-Za-z_][\w.]*\s*[-+*/]?=\s*\S+\s*$")
+_TOTAL_EVAL_LOSS = re.compile(r"(?:total_)?(?:val|valid|validation|eval|test)_(?:total_)?loss")
 _NOT_METRICS = ("Namespace(", "Arguments(", "Config(", "argparse")
 
 
@@ -93,6 +94,8 @@ def normalise(key: str) -> str | None:
     name = key.strip().lower().replace(" ", "_").replace("/", "_").replace("-", "_")
     if name in _ALIASES:
         return _ALIASES[name]
+    if _TOTAL_EVAL_LOSS.fullmatch(name):
+        return "eval_loss"  # "total_val_loss", "val_total_loss"
     for prefix in _EVAL_PREFIXES:
         if name.startswith(prefix) and len(name) > len(prefix):
             rest = name[len(prefix):]
