@@ -19,7 +19,7 @@ from typing import BinaryIO
 
 from minrepro.errors import BadInputError
 from minrepro.model import Line
-from minrepro.scan import LineSelector
+from minrepro.scan import MANY_UPDATES, LineSelector
 
 CHUNK_BYTES = 4 << 20
 MAX_LINE_BYTES = 16 * 1024  # longer records are cut here and flagged `truncated`
@@ -187,7 +187,13 @@ class LogReader:
         return pending, True
 
     def _segments(self, raw: bytes, number: int) -> Iterator[Line]:
-        for segment in raw.split(b"\r") if b"\r" in raw else (raw,):
+        if b"\r" not in raw:
+            segments: list[bytes] | tuple[bytes] = (raw,)
+        elif self.selector is not None and raw.count(b"\r") > MANY_UPDATES:
+            segments = self.selector.pick_updates(raw)
+        else:
+            segments = raw.split(b"\r")
+        for segment in segments:
             truncated = len(segment) > self.max_line_bytes
             if truncated:
                 self.truncated_lines += 1

@@ -31,6 +31,8 @@ TAIL_BYTES = 256 * 1024
 CONTEXT_BEFORE = 3
 CONTEXT_AFTER = 12
 SAMPLES_PER_BLOCK = 64
+KEEP_UPDATES = 16  # '\r' updates kept at each end of a line rewritten thousands of times
+MANY_UPDATES = 512  # a line with more '\r' updates than this is thinned like a block
 
 #: Words that start or carry a failure the extractors read (tracebacks, OOM, asserts, ...).
 EXTRACTOR_TRIGGERS = (
@@ -81,6 +83,35 @@ class LineSelector:
                           found.append(end))
             return found
         return [m.start() for m in self._pattern.finditer(block.lower())]
+
+
+    def pick_updates(self, raw: bytes) -> list[bytes]:
+        """Of a line rewritten by '\\r' many times (a progress bar), the first and last few
+        updates, those holding a trigger, and SAMPLES_PER_BLOCK spread evenly (the curve)."""
+        spans: set[tuple[int, int]] = set()
+        start = 0
+        for _ in range(KEEP_UPDATES):
+            if start > len(raw):
+                break
+            end = _find_or_end(raw, b"\r", start)
+            spans.add((start, end))
+            start = end + 1
+        end = len(raw)
+        for _ in range(KEEP_UPDATES):
+            if end < 0:
+                break
+            begin = raw.rfind(b"\r", 0, end) + 1
+            spans.add((begin, end))
+            end = begin - 1
+        for hit in [*self._hits(raw), *_samples(raw)]:
+            begin = raw.rfind(b"\r", 0, hit) + 1
+            spans.add((begin, _find_or_end(raw, b"\r", hit)))
+        return [raw[a:b] for a, b in sorted(spans)]
+
+
+def _find_or_end(data: bytes, needle: bytes, start: int) -> int:
+    found = data.find(needle, start)
+    return len(data) if found < 0 else found
 
 
 def _hyperscan_db(literals: tuple[str, ...], words: str):  # noqa: ANN202 - hyperscan.Database

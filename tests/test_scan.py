@@ -82,3 +82,18 @@ def test_pure_python_and_hyperscan_agree(tmp_path: Path) -> None:
     a = [ln.number for ln in LogReader(path, selector=LineSelector(words, use_hyperscan=False))]
     b = [ln.number for ln in LogReader(path, selector=LineSelector(words))]
     assert a == b
+
+
+def test_a_line_rewritten_a_million_times_is_thinned(tmp_path: Path) -> None:
+    bar = b"".join(b"\r %d%%|###| %d/1000000 [00:01<00:00, loss=2.3]" % (i % 100, i)
+                   for i in range(300_000))
+    oom = (b"RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total"
+           b" capacity; 13.10 GiB already allocated; 100.00 MiB free; 13.50 GiB reserved in total"
+           b" by PyTorch)\n")
+    path = tmp_path / "bar.log"
+    path.write_bytes(bar + b"\r" + oom)
+    selector = LineSelector(trigger_words(load_rules()))
+    records = list(LogReader(path, selector=selector))
+    assert len(records) < 5000  # not 300,000 records through the per-line stages
+    assert records[-1].text.startswith("RuntimeError: CUDA out of memory")
+    assert diagnose_log(path).cause == "cuda_oom"
