@@ -31,6 +31,7 @@ TAIL_BYTES = 256 * 1024
 CONTEXT_BEFORE = 3
 CONTEXT_AFTER = 12
 SAMPLES_PER_BLOCK = 64
+MAX_HITS_PER_BLOCK = 256  # trigger hits looked at per block (a repeated error floods them)
 KEEP_UPDATES = 16  # '\r' updates kept at each end of a line rewritten thousands of times
 MANY_UPDATES = 512  # a line with more '\r' updates than this is thinned like a block
 
@@ -68,7 +69,7 @@ class LineSelector:
         if full_until >= full_from or full_until > len(block):
             yield from _all_spans(block)
             return
-        hits = {h: True for h in self._hits(block)}
+        hits = {h: True for h in _thin(self._hits(block))}
         for sample in _samples(block):
             hits.setdefault(sample, False)  # a sample is one line, without context
         yield from _spans(block, sorted(hits.items()), full_until, full_from)
@@ -107,6 +108,15 @@ class LineSelector:
             begin = raw.rfind(b"\r", 0, hit) + 1
             spans.add((begin, _find_or_end(raw, b"\r", hit)))
         return [raw[a:b] for a, b in sorted(spans)]
+
+
+def _thin(hits: list[int]) -> list[int]:
+    """A block full of the same message: its first and last occurrences say all there is."""
+    if len(hits) <= MAX_HITS_PER_BLOCK:
+        return hits
+    hits = sorted(hits)
+    half = MAX_HITS_PER_BLOCK // 2
+    return hits[:half] + hits[-half:]
 
 
 def _find_or_end(data: bytes, needle: bytes, start: int) -> int:
