@@ -83,7 +83,8 @@ class CurveAnalyzer:
             # A loss that turns NaN/Inf after finite steps is most often a step too large;
             # fp16 scaling and softmax overflow have their own, stronger signals.
             grew = bool(spikes) or _grew_before(loss.points(), bad.line)
-            finite_before = sum(1 for p in loss.points() if p.line < bad.line)
+            finite_before = sum(1 for name in ("loss", "eval_loss")
+                                for p in self.series[name].points() if p.line < bad.line)
             score = 0.75 if grew else 0.55 if finite_before >= 2 else 0.4
             points = spikes[:3] + [bad]
             return _finding("lr_divergence", "convergence", score, points,
@@ -97,8 +98,12 @@ class CurveAnalyzer:
                         params=self._lr_at(points[0].line))
 
     def _stagnation(self) -> Finding | None:
+        train = self.series["loss"].points()
+        falling = len(train) >= 3 and train[-1].value < 0.9 * train[0].value
         for name in ("loss", "eval_loss"):
             points = self.series[name].points()
+            if name == "eval_loss" and falling:
+                continue  # training still learns: a flat held-out loss is not "no learning"
             plateau = _plateau(points)
             settled = _settled_at_ln_c(points) if plateau is None else None
             level = plateau if plateau is not None else settled
