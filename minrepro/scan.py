@@ -31,7 +31,7 @@ TAIL_BYTES = 256 * 1024
 CONTEXT_BEFORE = 3
 CONTEXT_AFTER = 12
 SAMPLES_PER_BLOCK = 64
-MAX_HITS_PER_BLOCK = 256  # trigger hits looked at per block (a repeated error floods them)
+MAX_HITS_PER_TRIGGER = 128  # occurrences of one trigger looked at per block (floods)
 KEEP_UPDATES = 16  # '\r' updates kept at each end of a line rewritten thousands of times
 MANY_UPDATES = 512  # a line with more '\r' updates than this is thinned like a block
 
@@ -74,16 +74,17 @@ class LineSelector:
             hits.setdefault(sample, False)  # a sample is one line, without context
         yield from _spans(block, sorted(hits.items()), full_until, full_from)
 
-    def _hits(self, block: bytes) -> list[int]:
+    def _hits(self, block: bytes) -> list[tuple[int, object]]:
+        """(offset, which trigger) of every trigger occurrence in the block."""
         if self._use_hyperscan and self._hs is None:
             self._hs = _hyperscan_db(self.triggers, self._words)
             self._use_hyperscan = self._hs is not None
         if self._hs is not None:
-            found: list[int] = []
-            self._hs.scan(block, match_event_handler=lambda _id, _f, end, _fl, _c:
-                          found.append(end))
+            found: list[tuple[int, object]] = []
+            self._hs.scan(block, match_event_handler=lambda pid, _f, end, _fl, _c:
+                          found.append((end, pid)))
             return found
-        return [m.start() for m in self._pattern.finditer(block.lower())]
+        return [(m.start(), m.group()) for m in self._pattern.finditer(block.lower())]
 
 
     def pick_updates(self, raw: bytes) -> list[bytes]:
@@ -104,19 +105,26 @@ class LineSelector:
             begin = raw.rfind(b"\r", 0, end) + 1
             spans.add((begin, end))
             end = begin - 1
-        for hit in [*self._hits(raw), *_samples(raw)]:
+        for hit in [*_thin(self._hits(raw)), *_samples(raw)]:
             begin = raw.rfind(b"\r", 0, hit) + 1
             spans.add((begin, _find_or_end(raw, b"\r", hit)))
         return [raw[a:b] for a, b in sorted(spans)]
 
 
-def _thin(hits: list[int]) -> list[int]:
-    """A block full of the same message: its first and last occurrences say all there is."""
-    if len(hits) <= MAX_HITS_PER_BLOCK:
-        return hits
-    hits = sorted(hits)
-    half = MAX_HITS_PER_BLOCK // 2
-    return hits[:half] + hits[-half:]
+def _thin(hits: list[tuple[int, object]]) -> list[int]:
+    """Offsets to look at: of each trigger, its first and last occurrences in the block (a block
+    full of one repeated message says no more than that, and must not hide a rarer trigger)."""
+    if len(hits) <= MAX_HITS_PER_TRIGGER:
+        return [offset for offset, _ in hits]
+    by_trigger: dict[object, list[int]] = {}
+    for offset, trigger in hits:
+        by_trigger.setdefault(trigger, []).append(offset)
+    half = MAX_HITS_PER_TRIGGER // 2
+    kept: list[int] = []
+    for offsets in by_trigger.values():
+        offsets.sort()
+        kept += offsets if len(offsets) <= 2 * half else offsets[:half] + offsets[-half:]
+    return kept
 
 
 def _find_or_end(data: bytes, needle: bytes, start: int) -> int:
