@@ -62,9 +62,9 @@ def diagnose(log: LogArg, json_: Annotated[bool, typer.Option(
     diagnosis = _diagnose(log, rules, progress=not json_)
     if json_:
         typer.echo(json.dumps(diagnosis_to_json(diagnosis), indent=2, ensure_ascii=False))
-        _echo_warnings(diagnosis)
     else:
         typer.echo(diagnosis_to_text(diagnosis), nl=False)
+    _echo_warnings(diagnosis)
     raise typer.Exit(ExitCode.DIAGNOSED if diagnosis.diagnosed else ExitCode.NO_KNOWN_CAUSE)
 
 
@@ -86,7 +86,7 @@ def repro(log: LogArg,
         raise typer.Exit(ExitCode.NO_KNOWN_CAUSE)
     text = render_repro(diagnosis)
     if output is not None:
-        write_script(text, output, force=force)
+        write_script(text, output, force=force, protect=(log,) if log != "-" else ())
         typer.echo(f"minrepro: wrote {output} ({diagnosis.cause})", err=True)
     else:
         typer.echo(text, nl=False)
@@ -153,7 +153,7 @@ def report(log: LogArg,
     if output is not None:
         from minrepro.report import write_text
 
-        write_text(text, output, force=force)
+        write_text(text, output, force=force, protect=(log,) if log != "-" else ())
     else:
         typer.echo(text, nl=False)
     raise typer.Exit(ExitCode.DIAGNOSED if diagnosis.diagnosed else ExitCode.NO_KNOWN_CAUSE)

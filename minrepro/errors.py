@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 class MinreproError(Exception):
     """Base class: str(err) is the one line the CLI prints."""
@@ -21,3 +23,9 @@ class RenderError(MinreproError):
 
 class OutputError(MinreproError):
     """An output file cannot be written (exists without --force, unwritable)."""
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """A path as it may appear in a one-line message: control characters escaped."""
+    text = str(path)
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")

@@ -52,7 +52,7 @@ def diagnosis_to_text(diagnosis: Diagnosis) -> str:
             lines.append("weak candidates:")
             lines += [f"  {a.cause} ({a.category}) {a.confidence:.2f}"
                       for a in diagnosis.alternatives]
-        return "\n".join(lines + _warnings(diagnosis)) + "\n"
+        return "\n".join(lines) + "\n"
     lines = [
         f"{diagnosis.category} / {diagnosis.cause}  (confidence {diagnosis.confidence:.2f},"
         f" rule {diagnosis.rule_id})",
@@ -70,8 +70,4 @@ def diagnosis_to_text(diagnosis: Diagnosis) -> str:
     if diagnosis.alternatives:
         lines += ["", "alternatives:"]
         lines += [f"  {a.cause} ({a.category}) {a.confidence:.2f}" for a in diagnosis.alternatives]
-    return "\n".join(lines + _warnings(diagnosis)) + "\n"
-
-
-def _warnings(diagnosis: Diagnosis) -> list[str]:
-    return [f"warning: {w}" for w in diagnosis.warnings]
+    return "\n".join(lines) + "\n"

@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 
 from minrepro.analyze import Analyzer, CurveAnalyzer, default_analyzers
-from minrepro.diagnose import Context, decide
+from minrepro.decide import Context, decide
 from minrepro.extract import default_extractors
 from minrepro.matcher import RuleMatcher
 from minrepro.model import Diagnosis, EnvFact, Event, Line, Traceback

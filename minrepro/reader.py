@@ -11,13 +11,14 @@ from __future__ import annotations
 import codecs
 import os
 import re
+import stat
 import sys
 import zlib
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from minrepro.errors import BadInputError
+from minrepro.errors import BadInputError, shown_path
 from minrepro.model import Line
 from minrepro.scan import MANY_UPDATES, LineSelector
 
@@ -67,25 +68,30 @@ class LogReader:
         if self.source == "-":
             return self._stdin or sys.stdin.buffer
         path = Path(self.source)
+        shown = shown_path(self.source)
         try:
-            if path.is_dir():
-                raise BadInputError(f"{self.source}: is a directory, not a log file")
+            mode = path.stat().st_mode
+            if stat.S_ISDIR(mode):
+                raise BadInputError(f"{shown}: is a directory, not a log file")
+            if not stat.S_ISREG(mode):  # a FIFO or device would block or never end
+                raise BadInputError(f"{shown}: not a regular file (use - to read a pipe)")
             stream = open(path, "rb")  # noqa: SIM115 - closed in __iter__
             self.total_bytes = os.fstat(stream.fileno()).st_size
             return stream
         except FileNotFoundError:
-            raise BadInputError(f"{self.source}: no such file") from None
+            raise BadInputError(f"{shown}: no such file") from None
         except PermissionError:
-            raise BadInputError(f"{self.source}: permission denied") from None
+            raise BadInputError(f"{shown}: permission denied") from None
         except OSError as err:
-            raise BadInputError(f"{self.source}: cannot read ({err.strerror or err})") from None
+            raise BadInputError(f"{shown}: cannot read ({err.strerror or err})") from None
 
     def _raw_chunks(self, stream: BinaryIO) -> Iterator[bytes]:
         while True:
             try:
                 chunk = stream.read(self.chunk_bytes)
             except OSError as err:
-                raise BadInputError(f"{self.source}: read failed ({err.strerror or err})") from None
+                raise BadInputError(f"{shown_path(self.source)}: read failed"
+                                    f" ({err.strerror or err})") from None
             if not chunk:
                 return
             self.bytes_read += len(chunk)
@@ -102,29 +108,38 @@ class LogReader:
         if encoding:
             yield from _transcode_utf16(_chain(first, chunks), encoding)
             return
-        _refuse_binary(first, self.source)
+        _refuse_binary(first, shown_path(self.source))
         yield first.removeprefix(codecs.BOM_UTF8)
         yield from chunks
 
     def _gunzip(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        """Inflate in bounded pieces (a small bomb must not become one huge bytes object)."""
         inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
         produced = 0
         for chunk in chunks:
             while chunk:
                 try:
-                    data = inflater.decompress(chunk)
+                    data = inflater.decompress(chunk, self.chunk_bytes)
                 except zlib.error as err:
                     if not produced:
-                        raise BadInputError(f"{self.source}: corrupt gzip data ({err})") from None
+                        raise BadInputError(f"{shown_path(self.source)}: corrupt gzip data"
+                                            f" ({err})") from None
                     self.warnings.append(f"{self.name}: gzip data corrupt after {produced} bytes;"
                                          " diagnosed what was readable")
                     return
                 produced += len(data)
-                yield data
+                if data:
+                    yield data
+                if inflater.unconsumed_tail:
+                    chunk = inflater.unconsumed_tail
+                    continue
                 chunk = inflater.unused_data  # a further gzip member follows
                 if chunk:
                     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
         if not inflater.eof:
+            if not produced:
+                raise BadInputError(f"{shown_path(self.source)}: truncated gzip file"
+                                    " (no data before the end)")
             self.warnings.append(f"{self.name}: truncated gzip file, read {produced} bytes;"
                                  " diagnosed what was readable")
 

@@ -247,6 +247,7 @@ def imported_modules(tree: ast.AST) -> set[str]:
     return names
 
 
-def write_script(text: str, path: str | os.PathLike[str], *, force: bool = False) -> Path:
+def write_script(text: str, path: str | os.PathLike[str], *, force: bool = False,
+                 protect: tuple[str | os.PathLike[str], ...] = ()) -> Path:
     """Write a script atomically, executable (0o755); never clobber unless `force`."""
-    return write_atomic(text, path, force=force, mode=0o755)
+    return write_atomic(text, path, force=force, mode=0o755, protect=protect)

@@ -368,6 +368,7 @@ def _footer(diagnosis: Diagnosis, mask: Mask, *, redacted: bool) -> str:
     return line + "_"
 
 
-def write_text(text: str, path: str | os.PathLike[str], *, force: bool = False) -> Path:
+def write_text(text: str, path: str | os.PathLike[str], *, force: bool = False,
+               protect: tuple[str | os.PathLike[str], ...] = ()) -> Path:
     """Write the report atomically (0o644); never clobber unless `force`."""
-    return write_atomic(text, path, force=force)
+    return write_atomic(text, path, force=force, protect=protect)
