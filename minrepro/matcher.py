@@ -93,10 +93,13 @@ class RuleMatcher:
             self._try(r, s, signal, line)
 
     def _try(self, r: int, s: int, signal: Signal, line: Line) -> None:
+        name = f"{self.rules[r].id}/{signal.name}"
+        if name in self.timeouts:
+            return  # a pattern that timed out once is off for the rest of the log
         try:
             match = signal.pattern.search(line.text, timeout=REGEX_TIMEOUT_S)
         except TimeoutError:
-            self.timeouts.add(f"{self.rules[r].id}/{signal.name}")
+            self.timeouts.add(name)
             return
         if match:
             groups = {k: v for k, v in match.groupdict().items() if v is not None}

@@ -53,6 +53,7 @@ class LogReader:
         self.bytes_read = 0  # raw bytes read from the file (compressed for .gz)
         self.total_bytes: int | None = None
         self.truncated_lines = 0
+        self.compressed = False
 
     def __iter__(self) -> Iterator[Line]:
         stream = self._open()
@@ -102,6 +103,7 @@ class LogReader:
         chunks = self._raw_chunks(stream)
         first = next(chunks, b"")
         if first[:2] == b"\x1f\x8b":
+            self.compressed = True  # total_bytes is no longer the size of the text
             chunks = self._gunzip(_chain(first, chunks))
             first = next(chunks, b"")
         encoding = _utf16_encoding(first)
@@ -188,7 +190,8 @@ class LogReader:
                 number += 1
             return number
         position = 0
-        for start, end in self.selector.pick(block, self.total_bytes, final):
+        text_bytes = None if self.compressed else self.total_bytes
+        for start, end in self.selector.pick(block, text_bytes, final):
             number += block.count(b"\n", position, start)
             position = start
             yield from self._segments(block[start:end], number)

@@ -35,7 +35,7 @@ from typing import Any
 import regex
 import yaml
 
-from minrepro.errors import RulePackError
+from minrepro.errors import RulePackError, shown_path
 from minrepro.taxonomy import CATEGORY_OF
 
 BUILTIN_DIR = Path(__file__).parent / "rules"
@@ -50,6 +50,8 @@ _SIGNAL_KEYS = {"name", "pattern", "hint", "weight", "role", "severity", "within
 _REQUIRED = ("id", "cause", "category", "title", "explanation", "fix", "signals")
 # libyaml's safe loader where available: the same safety as yaml.safe_load, 10x faster.
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_RULE_FILE_BYTES = 1 << 20
+MAX_NESTING = 50
 _ID = regex.compile(r"MR-(?:MEM|CONV|SPD|PREC|ENV|USR)-\d{3}")
 
 
@@ -103,8 +105,11 @@ class _Checker:
 
     def __init__(self, path: Path, data: Any, *, eager: bool = True) -> None:
         self.eager = eager  # compile and check regexes now (user packs); else on first use
-        self.where = path.name
-        self.rule_id = data.get("id", "?") if isinstance(data, dict) else "?"
+        self.where = shown_path(path.name)
+        raw_id = data.get("id") if isinstance(data, dict) else None
+        # Only a plausible id goes into messages: a crafted one could be huge or multi-line.
+        self.rule_id = raw_id if isinstance(raw_id, str) and _ID.fullmatch(raw_id) else (
+            shown_path(raw_id[:40]) if isinstance(raw_id, str) else "?")
         if not isinstance(data, dict):
             self.fail("", "the file should hold one mapping (a rule)")
         self.data = data
@@ -226,13 +231,48 @@ class _Checker:
 
 
 def load_rule_file(path: Path, *, eager: bool = True) -> Rule:
+    name = shown_path(path.name)
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_SafeLoader)  # noqa: S506
+        if path.stat().st_size > MAX_RULE_FILE_BYTES:
+            raise RulePackError(f"{name}: rule file larger than {MAX_RULE_FILE_BYTES} bytes")
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise RulePackError(f"{path.name}: cannot read rule file ({err})") from None
+        raise RulePackError(f"{name}: cannot read rule file ({_first_line(err)})") from None
+    if _nesting(text) > MAX_NESTING:  # libyaml recurses per level and can overflow the stack
+        raise RulePackError(f"{name}: nested deeper than {MAX_NESTING} levels")
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as err:
-        raise RulePackError(f"{path.name}: invalid YAML ({_first_line(err)})") from None
+        raise RulePackError(f"{name}: invalid YAML ({_first_line(err)})") from None
+    except RecursionError:
+        raise RulePackError(f"{name}: nested too deeply") from None
     return _Checker(path, data, eager=eager).rule()
+
+
+def _nesting(text: str) -> int:
+    """The deepest bracket nesting in flow style (block style is bounded by indentation)."""
+    depth = deepest = 0
+    for char in text:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+    return deepest
+
+
+class _UniqueKeyLoader(_SafeLoader):  # type: ignore[misc, valid-type]
+    """The safe loader, refusing a key written twice in one mapping (YAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):  # noqa: ANN001, ANN201
+        keys = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, str) and key in keys:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark)
+            keys.add(key if isinstance(key, str) else id(key_node))
+        return super().construct_mapping(node, deep=deep)
 
 
 def load_rules(extra_dirs: Iterable[str | Path] = (), *, eager: bool = False
@@ -243,20 +283,24 @@ def load_rules(extra_dirs: Iterable[str | Path] = (), *, eager: bool = False
     checks them all with eager=True); a user's pack is always checked in full when loaded.
     """
     rules = _load_dir(BUILTIN_DIR, eager=eager)
-    seen = {rule.id: rule.source for rule in rules}
+    builtin = {rule.id: rule.source for rule in rules}
+    users: dict[str, str] = {}
     for directory in extra_dirs:
         for rule in _load_dir(Path(directory), eager=True):
-            if rule.id in seen:
-                raise RulePackError(f"{rule.source}: {rule.id}: id: already defined by "
-                                    f"{seen[rule.id]} (a pack cannot override a built-in rule)")
-            seen[rule.id] = rule.source
+            if rule.id in builtin:
+                raise RulePackError(f"{rule.source}: {rule.id}: id: already defined by the"
+                                    f" built-in {builtin[rule.id]} (a pack cannot override it)")
+            if rule.id in users:
+                raise RulePackError(f"{rule.source}: {rule.id}: id: duplicate of {users[rule.id]}"
+                                    " in another rule pack")
+            users[rule.id] = rule.source
             rules += (rule,)
     return rules
 
 
 def _load_dir(directory: Path, *, eager: bool) -> tuple[Rule, ...]:
     if not directory.is_dir():
-        raise RulePackError(f"{directory}: rule directory not found")
+        raise RulePackError(f"{shown_path(directory)}: rule directory not found")
     rules: list[Rule] = []
     seen: dict[str, str] = {}
     for path in sorted(directory.rglob("*.yaml")):

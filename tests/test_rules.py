@@ -71,7 +71,7 @@ def test_schema_fail(path: Path) -> None:
 def test_user_pack_cannot_override_builtin(tmp_path: Path) -> None:
     pack = (SCHEMA_DIR / "minimal.ok.yaml").read_text(encoding="utf-8")
     (tmp_path / "mine.yaml").write_text(pack.replace("MR-USR-001", "MR-MEM-002"))
-    with pytest.raises(RulePackError, match="already defined by cuda_oom.yaml"):
+    with pytest.raises(RulePackError, match="already defined by the built-in cuda_oom.yaml"):
         load_rules([tmp_path])
 
 
