@@ -16,7 +16,7 @@ from minrepro.analyze.series import Point, Series
 from minrepro.model import Event, Evidence, Finding, Line, MetricRecord
 
 _TRACKED = ("loss", "eval_loss", "learning_rate", "grad_norm", "accuracy", "eval_accuracy",
-            "eval_matthews_correlation", "data_time", "batch_time", "memory_mb")
+            "eval_matthews_correlation", "data_time", "batch_time", "memory_mb", "rss_mb")
 SPIKE_FACTOR = 4.0  # a loss this many times its earlier median is a divergence spike
 FLAT_TOLERANCE = 0.02  # relative range under which a loss curve is flat
 LN_C_TOLERANCE = 0.01  # relative distance from ln(C) that counts as "at ln C"
@@ -62,7 +62,7 @@ class CurveAnalyzer:
 
     def findings(self) -> list[Finding]:
         checks = (self._divergence, self._stagnation, self._collapse, self._overfitting,
-                  self._data_bound, self._memory_growth)
+                  self._data_bound, self._memory_growth, self._host_memory_growth)
         return [f for f in (check() for check in checks) if f is not None]
 
     # --- individual checks ----------------------------------------------------------------
@@ -197,6 +197,9 @@ class CurveAnalyzer:
                         params={"data_time": round(mean_data, 4),
                                 "batch_time": round(mean_batch, 4)})
 
+    def _host_memory_growth(self) -> Finding | None:
+        return _host_growth_finding(self.series["rss_mb"].points())
+
     def _memory_growth(self) -> Finding | None:
         points = _rising_tail(self.series["memory_mb"].points())
         if len(points) < 5 or points[-1].value < 1.5 * points[0].value:
@@ -205,6 +208,16 @@ class CurveAnalyzer:
                         params={"memory_start_mb": round(points[0].value, 1),
                                 "memory_end_mb": round(points[-1].value, 1)},
                         supersedes=("cuda_oom",))
+
+
+def _host_growth_finding(points: list[Point]) -> Finding | None:
+    """Host RAM (RSS) climbing step after step: DataLoader workers copying the dataset."""
+    points = _rising_tail(points)
+    if len(points) < 4 or points[-1].value < 1.5 * points[0].value:
+        return None
+    return _finding("host_oom_dataloader", "memory", 0.55, [points[0], points[-1]],
+                    params={"rss_start_mb": round(points[0].value, 1),
+                            "rss_end_mb": round(points[-1].value, 1)})
 
 
 def _spikes(points: list[Point], factor: float = SPIKE_FACTOR) -> list[Point]:

@@ -56,7 +56,8 @@ _ALIASES: dict[str, str] = {
     **dict.fromkeys(("max_mem", "mem", "memory", "max_memory", "allocated_memory",
                      "memory_allocated", "mem_alloc", "mem_allocated", "gpu_mem", "cuda_mem",
                      "gpu_memory", "cuda_memory", "max_memory_allocated"), "memory_mb"),
-    **dict.fromkeys(("rss", "host_rss", "rss_mem"), "rss_mb"),
+    **dict.fromkeys(("rss", "host_rss", "rss_mem", "ram_used", "ram", "used_ram", "ram usage", "cpu_mem",
+                     "host_mem", "ram_usage", "mem_rss"), "rss_mb"),
     "loss_scale": "loss_scale",
 }
 _STEP_KEYS = frozenset(("step", "global_step", "iter", "iteration", "it", "num_updates",
@@ -69,7 +70,7 @@ _MAX_VALUES = 48
 
 _VALUE = rf"(?:tensor\()?(?P<val>{FLOAT})"
 _MULTIWORD = ("max mem|lm loss|learning rate|grad norm|loss scale|val loss|eval loss|train loss"
-              "|valid loss|total loss|test loss|val acc|data time|batch time")
+              "|valid loss|total loss|test loss|val acc|data time|batch time|ram used|ram usage")
 #: `key: value`, `key=value`, `key value`; the value must end the token (not `0.23.ckpt`,
 #: `1:52:15`, `4846/12331`, `2017-06`).
 _PAIR = re.compile(
@@ -110,7 +111,7 @@ class MetricExtractor:
 
     #: A line holding none of these is no metric line (must match `_may_hold_metrics`).
     TRIGGERS = ("loss", "Loss", "LOSS", "acc", "Acc", "Prec", "it/s", "s/it", "lr", "learning",
-                "val", "norm", "top1")
+                "val", "norm", "top1", "RAM", "rss")
 
     def feed(self, line: Line) -> Sequence[MetricRecord]:
         text = line.text
@@ -127,7 +128,7 @@ def _may_hold_metrics(text: str) -> bool:
     return ("loss" in text or "Loss" in text or "LOSS" in text or "acc" in text
             or "Acc" in text or "Prec" in text or "it/s" in text or "s/it" in text
             or "lr" in text or "learning" in text or "val" in text or "norm" in text
-            or "top1" in text)
+            or "top1" in text or "RAM" in text or "rss" in text)
 
 
 _EVAL_LINE = re.compile(r"^\W*(?:test set|validation set|val(?:idation)?|eval(?:uation)?|test)\b",
@@ -231,4 +232,5 @@ def _fraction_step(text: str) -> int | None:
 def _is_record(values: dict[str, float], step: int | None) -> bool:
     if any(name not in _SECONDARY for name in values):
         return True
-    return "learning_rate" in values and (step is not None or "epoch" in values)
+    counted = step is not None or "epoch" in values
+    return counted and ("learning_rate" in values or "rss_mb" in values or "memory_mb" in values)
