@@ -56,7 +56,7 @@ _ALIASES: dict[str, str] = {
     **dict.fromkeys(("max_mem", "mem", "memory", "max_memory", "allocated_memory",
                      "memory_allocated", "mem_alloc", "mem_allocated", "gpu_mem", "cuda_mem",
                      "gpu_memory", "cuda_memory", "max_memory_allocated"), "memory_mb"),
-    **dict.fromkeys(("rss", "host_rss", "rss_mem", "ram_used", "ram", "used_ram", "ram usage", "cpu_mem",
+    **dict.fromkeys(("rss", "host_rss", "rss_mem", "ram_used", "ram", "used_ram", "cpu_mem",
                      "host_mem", "ram_usage", "mem_rss"), "rss_mb"),
     "loss_scale": "loss_scale",
 }
