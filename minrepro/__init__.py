@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
+
 from minrepro.model import Diagnosis
 
 __all__ = ["Diagnosis", "diagnose", "render_repro"]
 __version__ = "0.1.0"
 
 
-def diagnose(source, *, rule_dirs=()):  # noqa: ANN001, ANN201 - thin re-export, typed in pipeline
-    """Diagnose the log at `source` (a path, '-' for stdin, or a .gz file)."""
+def diagnose(source: str | os.PathLike[str], *, rule_dirs: Iterable[str] = ()) -> Diagnosis:
+    """Diagnose the log at `source` (a path, '-' for stdin, or a .gz file). Never imports torch."""
     from minrepro.pipeline import diagnose_log
 
     return diagnose_log(source, rule_dirs=rule_dirs)
