@@ -38,15 +38,13 @@ class LiteralSet:
 
     def __init__(self, words: Iterable[str]) -> None:
         self.words = tuple(sorted({w.lower() for w in words if w}))
-        self._pattern = re.compile(trie_pattern(self.words))
-        self._bytes_pattern = re.compile(trie_pattern(self.words).encode("utf-8"))
+        self._pattern: re.Pattern[str] | None = None  # compiled on first use (start-up)
 
     def search(self, lowered: str) -> bool:
+        if self._pattern is None:
+            self._pattern = re.compile(trie_pattern(self.words))
         return self._pattern.search(lowered) is not None
 
     def present(self, lowered: str) -> list[str]:
         """Which of the literals occur (exact, including overlapping ones)."""
         return [w for w in self.words if w in lowered] if self.search(lowered) else []
-
-    def finditer_bytes(self, lowered: bytes):  # noqa: ANN201 - re.Match iterator
-        return self._bytes_pattern.finditer(lowered)

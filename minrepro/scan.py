@@ -52,7 +52,8 @@ class LineSelector:
         self.triggers = tuple(sorted({t.lower() for t in triggers if t} | set(EXTRACTOR_TRIGGERS)))
         literal = trie_pattern(self.triggers)
         words = r"\b(?:" + "|".join(re.escape(w) for w in WORD_TRIGGERS) + r")\b"
-        self._pattern = re.compile(f"{literal}|{words}".encode())
+        self._source = f"{literal}|{words}".encode()
+        self._pattern: re.Pattern[bytes] | None = None  # compiled on first big block
         self._words = words
         self._use_hyperscan = use_hyperscan and hyperscan is not None
         self._hs = None  # compiled on first use: small logs never need it
@@ -84,6 +85,8 @@ class LineSelector:
             self._hs.scan(block, match_event_handler=lambda pid, _f, end, _fl, _c:
                           found.append((end, pid)))
             return found
+        if self._pattern is None:
+            self._pattern = re.compile(self._source)
         return [(m.start(), m.group()) for m in self._pattern.finditer(block.lower())]
 
 
