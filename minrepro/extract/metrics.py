@@ -42,7 +42,8 @@ from minrepro.extract.units import FLOAT, is_finite
 from minrepro.model import Line, MetricRecord
 
 _ALIASES: dict[str, str] = {
-    **dict.fromkeys(("loss", "train_loss", "training_loss", "total_loss", "loss_total", "closs",
+    **dict.fromkeys(("loss", "cost", "train_cost", "train_loss", "training_loss", "total_loss",
+                     "loss_total", "closs",
                      "lm_loss", "tr_loss", "reduced_train_loss", "train_loss_step", "avg_loss",
                      "loss_avg", "train_lm_loss"), "loss"),
     **dict.fromkeys(("lr", "learning_rate", "current_lr", "cur_lr", "lr_adam", "lr_adamw",
