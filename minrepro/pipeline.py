@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from dataclasses import replace
 
 from minrepro.analyze import Analyzer, CurveAnalyzer, default_analyzers
 from minrepro.decide import Context, decide
@@ -97,12 +98,11 @@ def run_stages(lines: Iterable[Line], rules: tuple[Rule, ...]) -> tuple[list, _C
 
 
 def diagnose_lines(lines: Iterable[Line], *, rules: tuple[Rule, ...] | None = None,
-                   source: str = "", warnings: Iterable[str] = ()) -> Diagnosis:
+                   source: str = "") -> Diagnosis:
     rules = load_rules() if rules is None else rules
     findings, collector, matcher = run_stages(lines, rules)
     curve = next((a for a in collector.analyzers if isinstance(a, CurveAnalyzer)), None)
-    notes = list(warnings) + [f"rule pattern timed out: {name}"
-                              for name in sorted(matcher.timeouts)]
+    notes = [f"rule pattern timed out: {name}" for name in sorted(matcher.timeouts)]
     context = Context(source=source, env=collector.env, tracebacks=collector.all_tracebacks(),
                       loss_curve=curve.loss_curve() if curve else (), warnings=tuple(notes))
     return decide(findings, rules, context)
@@ -124,10 +124,7 @@ def diagnose_log(source: str | os.PathLike[str], *, rule_dirs: Iterable[str] = (
     reader = reader or LogReader(source)
     if reader.selector is None:
         reader.selector = LineSelector(trigger_words(rules))
-    lines: Iterator[Line] = iter(reader)
-    diagnosis = diagnose_lines(lines, rules=rules, source=reader.name)
-    if reader.warnings:
-        from dataclasses import replace
-
+    diagnosis = diagnose_lines(reader, rules=rules, source=reader.name)
+    if reader.warnings:  # known only once the whole input was read
         diagnosis = replace(diagnosis, warnings=tuple(reader.warnings) + diagnosis.warnings)
     return diagnosis
