@@ -71,11 +71,6 @@ class RuleMatcher:
         self._all_hints = LiteralSet(self._by_hint)
         self._machine_hints = LiteralSet(machine_hints)
 
-    @property
-    def machine_hints(self) -> tuple[str, ...]:
-        """The literals that can matter after the prose window (for chunk-level scanning)."""
-        return self._machine_hints.words
-
     def feed(self, line: Line) -> None:
         prose = line.number <= PROSE_LINES
         lowered = line.text.lower()

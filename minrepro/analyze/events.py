@@ -15,6 +15,8 @@ from minrepro.model import (
 
 #: Reserved-but-unallocated memory this large a share of the reserved pool is fragmentation.
 FRAGMENTED_SHARE = 0.25
+#: ... or at least this share when it could serve the request twice over.
+SOME_SHARE = 0.15
 #: Dynamic loss scaling halves a few times at start-up; this many reductions is not that.
 MANY_REDUCTIONS = 8
 
@@ -66,7 +68,9 @@ def is_fragmented(report: OomReport) -> bool:
         unallocated, reserved = reserved, reserved + allocated
     else:
         unallocated = reserved - allocated
-    return unallocated >= requested and unallocated >= FRAGMENTED_SHARE * reserved
+    share = unallocated / reserved if reserved else 0.0
+    return unallocated >= requested and (
+        share >= FRAGMENTED_SHARE or (share >= SOME_SHARE and unallocated >= 2 * requested))
 
 
 class LossScaleAnalyzer:

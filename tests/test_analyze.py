@@ -1,0 +1,103 @@
+"""Analyzers on hand-made events: the arithmetic behind curve and memory findings."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from minrepro.analyze import CurveAnalyzer
+from minrepro.analyze.events import LossScaleAnalyzer, NcclAnalyzer, OomAnalyzer, is_fragmented
+from minrepro.model import Line, LossScaleEvent, MetricRecord, NcclTimeout, OomReport
+
+GIB = 1 << 30
+
+
+def curve(rows: list[dict[str, float]]) -> dict[str, object]:
+    analyzer = CurveAnalyzer()
+    for number, values in enumerate(rows, 1):
+        record = MetricRecord(line=number, values=tuple(values.items()), step=number)
+        analyzer.feed(record, Line(number, str(values)))
+    return {f.cause: f for f in analyzer.findings()}
+
+
+@pytest.mark.parametrize("requested, allocated, reserved, fragmented", [
+    (2.51, 6.25, 13.91, True),  # reserved >> allocated, unallocated > request
+    (0.53, 13.73, 14.45, False),  # 5 % of the pool unallocated: the card is full
+    (1.86, 24.58, 5.08, True),  # torch <= 1.3 "5.08 GiB cached" is the free part
+    (7.00, 6.00, 9.00, False),  # unallocated smaller than the request
+])
+def test_fragmentation_arithmetic(requested, allocated, reserved, fragmented) -> None:
+    report = OomReport(line=1, requested_bytes=int(requested * GIB),
+                       allocated_bytes=int(allocated * GIB), reserved_bytes=int(reserved * GIB))
+    assert is_fragmented(report) is fragmented
+    analyzer = OomAnalyzer()
+    analyzer.feed(report, Line(1, "OOM"))
+    cause = analyzer.findings()[0].cause
+    assert cause == ("allocator_fragmentation" if fragmented else "cuda_oom")
+
+
+def test_plateau_at_ln_c_gives_class_count() -> None:
+    found = curve([{"loss": math.log(10) + d} for d in (0.004, -0.003, 0.002, -0.001, 0.0)])
+    params = dict(found["loss_stagnation"].params)
+    assert params["num_classes"] == 10 and abs(params["plateau_loss"] - 2.3026) < 0.01
+
+
+def test_learning_curve_is_not_a_plateau() -> None:
+    found = curve([{"loss": 2.3 * 0.8 ** i} for i in range(12)])
+    assert "loss_stagnation" not in found and "lr_divergence" not in found
+
+
+def test_nan_after_finite_steps_and_spikes() -> None:
+    found = curve([{"loss": v, "learning_rate": 0.1} for v in (0.9, 0.8, 0.85, 0.7, 9.0, math.nan)])
+    finding = found["lr_divergence"]
+    assert finding.score >= 0.7 and dict(finding.params)["learning_rate"] == 0.1
+
+
+def test_collapse_with_eval_at_chance() -> None:
+    rows = [{"loss": v} for v in (0.7, 0.2, 0.01, 0.001, 0.0005)]
+    rows.append({"eval_accuracy": 0.5, "eval_loss": 3.0})
+    found = curve(rows)
+    assert dict(found["single_class_labels"].params)["num_classes"] == 2
+
+
+def test_train_falls_while_eval_rises_is_overfitting() -> None:
+    rows = []
+    for epoch, (train, held) in enumerate(zip((1.0, 0.7, 0.5, 0.35, 0.25, 0.18),
+                                              (1.1, 0.9, 0.85, 0.95, 1.1, 1.3), strict=True)):
+        rows += [{"loss": train, "epoch": epoch}, {"eval_loss": held, "epoch": epoch}]
+    assert "overfitting" in curve(rows)
+
+
+def test_data_time_share() -> None:
+    rows = [{"data_time": d, "batch_time": t, "loss": 1.0} for d, t in
+            ((5.0, 5.2), (2.4, 2.6), (0.001, 0.2), (2.3, 2.5))]
+    params = dict(curve(rows)["dataloader_bottleneck"].params)
+    assert params["data_time"] > 0.5 * params["batch_time"]
+
+
+def test_memory_rising_until_the_end_is_a_leak_and_explains_the_oom() -> None:
+    rows = [{"memory_mb": 5000.0, "loss": 1.0}] * 5
+    rows += [{"memory_mb": 5000.0 + 900 * i, "loss": 1.0} for i in range(1, 8)]
+    finding = curve(rows)["undetached_loss_list"]
+    assert finding.supersedes == ("cuda_oom",)
+
+
+def test_loss_scale_floor_and_startup_reductions() -> None:
+    healthy = LossScaleAnalyzer()
+    for scale in (32768.0, 16384.0):
+        healthy.feed(LossScaleEvent(line=1, scale_to=scale), Line(1, "x"))
+    assert healthy.findings() == []
+    floor = LossScaleAnalyzer()
+    floor.feed(LossScaleEvent(line=2, scale_to=1.0, scale_from=1.0), Line(2, "x"))
+    finding = floor.findings()[0]
+    assert finding.cause == "fp16_overflow" and dict(finding.params)["loss_scale"] == 1.0
+
+
+def test_nccl_timeout_params_and_cascade() -> None:
+    analyzer = NcclAnalyzer()
+    analyzer.feed(NcclTimeout(line=3, op="ALLREDUCE", timeout_ms=600000, rank=4),
+                  Line(3, "Watchdog caught collective operation timeout"))
+    finding = analyzer.findings()[0]
+    assert finding.cascade and dict(finding.params) == {"timeout_ms": 600000, "op": "allreduce",
+                                                        "rank": 4}
