@@ -33,7 +33,9 @@ class OomAnalyzer:
         self.line: Line | None = None
 
     def feed(self, event: Event, line: Line) -> None:
-        if isinstance(event, OomReport) and self.report is None:
+        # Only a report with numbers says more than the rule that matched its words does
+        # ("it would reply 'CUDA out of memory'" in a bug report is no OOM of this run).
+        if isinstance(event, OomReport) and self.report is None and event.requested_bytes:
             self.report, self.line = event, line
 
     def findings(self) -> list[Finding]:
