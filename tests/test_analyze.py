@@ -101,3 +101,9 @@ def test_nccl_timeout_params_and_cascade() -> None:
     finding = analyzer.findings()[0]
     assert finding.cascade and dict(finding.params) == {"timeout_ms": 600000, "op": "allreduce",
                                                         "rank": 4}
+
+
+def test_loss_climbing_back_from_its_minimum_is_divergence() -> None:
+    rows = [{"loss": v, "learning_rate": 2e-5} for v in (15.5, 13.0, 3.8, 2.4, 1.43, 5.8, 7.1, 10.0)]
+    finding = curve(rows)["lr_divergence"]
+    assert dict(finding.params)["learning_rate"] == 2e-5 and finding.evidence[0].line == 5

@@ -91,7 +91,10 @@ class CurveAnalyzer:
                             params=self._lr_at(points[0].line))
         grad = _spikes(self.series["grad_norm"].points(), factor=50.0)
         if not spikes and not grad:
-            return None
+            rebound = _rebound(loss.points())
+            return None if rebound is None else _finding(
+                "lr_divergence", "convergence", 0.55, rebound,
+                params=self._lr_at(rebound[-1].line))
         score = 0.75 if len(spikes) >= 2 or (spikes and grad) else 0.6
         points = spikes or grad
         return _finding("lr_divergence", "convergence", score, points,
@@ -242,6 +245,19 @@ def _rising_tail(points: list[Point]) -> list[Point]:
     while steps and sum(b.value > a.value for a, b in steps) < 0.8 * len(steps):
         tail, steps = tail[1:], steps[1:]  # drop the flat start of the stretch
     return tail
+
+
+def _rebound(points: list[Point]) -> list[Point] | None:
+    """A loss that fell to its minimum, then climbed back to several times it and stayed there
+    (the last two points): the step became too large for where training had got to."""
+    if len(points) < 5:
+        return None
+    lowest = min(range(len(points)), key=lambda i: points[i].value)
+    after = points[lowest + 1:]
+    floor = max(points[lowest].value, 1e-8)
+    if len(after) < 2 or not all(p.value >= 3 * floor for p in after[-2:]):
+        return None
+    return [points[lowest], after[-1]]
 
 
 def _grew_before(points: list[Point], line: int) -> bool:
