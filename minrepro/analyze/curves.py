@@ -131,7 +131,7 @@ class CurveAnalyzer:
         if len(loss) < 3 or loss[-1].value > 0.01:
             return None
         at_chance = self._eval_at_chance()
-        always_zero = all(p.value <= 1e-3 for p in loss)
+        always_zero = all(p.value <= 1e-5 for p in loss)  # printed as 0.0000: not a small MSE
         collapsed = loss[0].value >= 10 * max(loss[-1].value, 1e-6)
         accuracy = self.series["accuracy"].points()
         perfect = (len(accuracy) >= 3 and all(p.value in (1.0, 100.0) for p in accuracy[-3:])

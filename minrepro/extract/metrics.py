@@ -52,7 +52,8 @@ _ALIASES: dict[str, str] = {
     **dict.fromkeys(("acc", "accuracy", "train_acc", "train_accuracy", "acc1", "acc@1",
                      "prec@1", "top1", "top1_acc"), "accuracy"),
     "epoch": "epoch",
-    **dict.fromkeys(("data", "data_time"), "data_time"),
+    **dict.fromkeys(("data", "data_time", "dataloadingtime", "data_loading_time",
+                     "load_data_time", "data_load_time", "dataload_time"), "data_time"),
     **dict.fromkeys(("time", "batch_time", "iter_time", "step_time"), "batch_time"),
     **dict.fromkeys(("max_mem", "mem", "memory", "max_memory", "allocated_memory",
                      "memory_allocated", "mem_alloc", "mem_allocated", "gpu_mem", "cuda_mem",
@@ -102,6 +103,8 @@ def normalise(key: str) -> str | None:
         if name.startswith(prefix) and len(name) > len(prefix):
             rest = name[len(prefix):]
             return "eval_" + _ALIASES.get(rest, rest)
+    if name in ("train_step_time", "trainsteptime", "compute_time"):
+        return "batch_time"
     if "loss" in name:
         return name
     return None
