@@ -153,12 +153,7 @@ def _samples(block: bytes) -> range:
 
 
 def _all_spans(block: bytes) -> Iterator[tuple[int, int]]:
-    start = 0
-    while start <= len(block):
-        end = block.find(b"\n", start)
-        end = len(block) if end < 0 else end
-        yield start, end
-        start = end + 1
+    return _all_spans_between(block, 0, len(block) + 1)
 
 
 def _spans(block: bytes, hits: list[tuple[int, bool]], full_until: int, full_from: int
@@ -182,21 +177,18 @@ def _spans(block: bytes, hits: list[tuple[int, bool]], full_until: int, full_fro
         for _ in range(1 + after + _lines_before(block, start, hit)):
             if start > len(block) or start >= full_from:
                 break
-            end = block.find(b"\n", start)
-            end = len(block) if end < 0 else end
+            end = _find_or_end(block, b"\n", start)
             yield start, end
             last_end, start = end, end + 1
-    tail_start = max(full_from, last_end + 1)
-    if tail_start <= len(block):
-        tail_start = _line_start(block, tail_start) if tail_start > last_end + 1 else tail_start
-        yield from _all_spans_between(block, max(tail_start, last_end + 1), len(block) + 1)
+    if full_from <= len(block):
+        tail_start = max(_line_start(block, full_from), last_end + 1)
+        yield from _all_spans_between(block, tail_start, len(block) + 1)
 
 
 def _all_spans_between(block: bytes, begin: int, until: int) -> Iterator[tuple[int, int]]:
     start = begin
     while start < until and start <= len(block):
-        end = block.find(b"\n", start)
-        end = len(block) if end < 0 else end
+        end = _find_or_end(block, b"\n", start)
         yield start, end
         start = end + 1
 

@@ -110,11 +110,12 @@ class CurveAnalyzer:
             plateau = _plateau(points)
             settled = _settled_at_ln_c(points) if plateau is None else None
             level = plateau if plateau is not None else settled
-            if level is None and points and _classes_for(points[-1].value):
+            final_classes = _classes_for(points[-1].value) if points else None
+            if level is None and final_classes:
                 # Ending exactly at ln(C) is the loss of uniform guessing: a weak sign alone.
                 return _finding("loss_stagnation", "convergence", 0.45, [points[-1]],
                                 params={"plateau_loss": round(points[-1].value, 4),
-                                        "num_classes": _classes_for(points[-1].value) or 0})
+                                        "num_classes": final_classes})
             if level is None:
                 continue
             params: dict[str, float | int] = {"plateau_loss": round(level, 4)}
