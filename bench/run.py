@@ -93,9 +93,10 @@ def main() -> int:
     if not shutil.which("grep"):
         print("bench: grep not found", file=sys.stderr)
         return 2
-    from minrepro.scan import hyperscan
+    from minrepro.scan import hyperscan_module
 
-    print(f"machine: {machine()}; scan engine: {'hyperscan' if hyperscan else 're'}")
+    engine = "hyperscan" if hyperscan_module() else "re"
+    print(f"machine: {machine()}; scan engine: {engine}")
     print(f"{'size':>9} {'minrepro s':>10} {'MiB/s':>7} {'grep s':>7} {'x grep':>7}"
           f" {'peak RSS':>9}  diagnosis")
     for mib in (int(s) for s in args.sizes.split(",")):

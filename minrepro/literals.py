@@ -12,7 +12,8 @@ from collections.abc import Iterable
 
 
 def trie_pattern(words: Iterable[str]) -> str:
-    """A regex source matching exactly the given literals, shaped as a trie."""
+    """A trie-shaped regex source that finds where any of the literals occurs (a literal that
+    extends a shorter one adds nothing: the shorter one is found first)."""
     trie: dict = {}
     for word in sorted(set(words)):
         node = trie
@@ -23,28 +24,35 @@ def trie_pattern(words: Iterable[str]) -> str:
 
 
 def _emit(node: dict) -> str:
-    ends = "" in node
-    branches = [re.escape(char) + _emit(child) for char, child in sorted(node.items()) if char]
-    if not branches:
+    if "" in node:  # a word ends here: whatever follows, the shortest match suffices for search
         return ""
-    body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-    if ends:  # a shorter word ends here: the rest is optional (the shortest match suffices)
-        return ""
-    return body
+    branches = [re.escape(char) + _emit(child) for char, child in sorted(node.items())]
+    return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
 
 
 class LiteralSet:
-    """Lower-case literals; `search(lowered)` says whether any occurs in an already-lowered text."""
+    """Lower-case literals; `present(lowered)` says which occur in an already-lowered text."""
 
     def __init__(self, words: Iterable[str]) -> None:
         self.words = tuple(sorted({w.lower() for w in words if w}))
         self._pattern: re.Pattern[str] | None = None  # compiled on first use (start-up)
-
-    def search(self, lowered: str) -> bool:
-        if self._pattern is None:
-            self._pattern = re.compile(trie_pattern(self.words))
-        return self._pattern.search(lowered) is not None
+        # Each word under its shortest prefix that is itself a word: the trie finds that prefix
+        # wherever the word starts, so only the words of that bucket need a startswith there.
+        self._bucket: dict[str, list[str]] = {}
+        for word in self.words:  # sorted: a word's shorter prefixes come before it
+            shortest = next((word[:n] for n in range(1, len(word)) if word[:n] in self._bucket),
+                            word)
+            self._bucket.setdefault(shortest, []).append(word)
 
     def present(self, lowered: str) -> list[str]:
-        """Which of the literals occur (exact, including overlapping ones)."""
-        return [w for w in self.words if w in lowered] if self.search(lowered) else []
+        """Which of the literals occur (exact, including overlapping ones), in sorted order."""
+        if self._pattern is None:
+            self._pattern = re.compile(trie_pattern(self.words))
+        found: set[str] = set()
+        match = self._pattern.search(lowered)
+        while match:  # each start of a word, overlaps included
+            start = match.start()
+            found.update(word for word in self._bucket[match.group()]
+                         if lowered.startswith(word, start))
+            match = self._pattern.search(lowered, start + 1)
+        return sorted(found)

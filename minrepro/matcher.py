@@ -2,7 +2,8 @@
 
 The caller owns the loop: `matcher.feed(line)` for every line, then `matcher.findings()`.
 A line is first checked against a trie of every signal's literal hints; only the signals whose
-hints occur in it run their regex (with a timeout). Prose signals (words of a bug report) are
+hints occur in it, and one of whose `requires` words too where it has them, run their regex
+(with a timeout). Prose signals (words of a bug report) are
 read only in the first PROSE_LINES lines: a report's text sits at its top, and in a multi-GB
 machine log the same words are noise that would cost a regex per line.
 """
@@ -83,11 +84,13 @@ class RuleMatcher:
                 if (r, s) in done or (not prose and signal.severity == "prose"):
                     continue
                 done.add((r, s))
-                self._try(r, s, signal, line)
+                self._try(r, s, signal, line, lowered)
         for r, s, signal in self._always:
-            self._try(r, s, signal, line)
+            self._try(r, s, signal, line, lowered)
 
-    def _try(self, r: int, s: int, signal: Signal, line: Line) -> None:
+    def _try(self, r: int, s: int, signal: Signal, line: Line, lowered: str) -> None:
+        if signal.requires and not any(word in lowered for word in signal.requires):
+            return
         name = f"{self.rules[r].id}/{signal.name}"
         if name in self.timeouts:
             return  # a pattern that timed out once is off for the rest of the log

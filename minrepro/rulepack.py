@@ -14,6 +14,7 @@ A rule file looks like::
       - name: hf-size-mismatch
         pattern: 'The size of tensor a \\((?P<seq_len>\\d+)\\) must match ...'
         hint: The size of tensor     # literal(s) a line must contain before the regex runs
+        requires: [must match]       # optional: and one of these too (a rarer word of the regex)
         weight: 0.6                  # evidence strength, combined as a noisy-OR
         role: primary                # primary | support | against
         severity: crash              # crash | symptom | warning | prose
@@ -27,56 +28,69 @@ should be a number in 0..1`.
 
 from __future__ import annotations
 
+import json
+import re
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import Any
-
-import regex
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from minrepro.errors import RulePackError, shown_path
 from minrepro.taxonomy import CATEGORY_OF
 
+if TYPE_CHECKING:
+    import regex
+
 BUILTIN_DIR = Path(__file__).parent / "rules"
+#: The built-in YAML files, parsed, with a fingerprint of their bytes (`python -m
+#: minrepro.rulepack --freeze` writes it). Start-up reads it instead of importing and running
+#: the YAML parser; where the fingerprint no longer matches the files, the YAML is read.
+FROZEN = BUILTIN_DIR / "frozen.json"
 
 PARAM_TYPES = ("int", "float", "bytes", "duration_ms", "str")
 ROLES = ("primary", "support", "against")
 SEVERITIES = ("crash", "symptom", "warning", "prose")
 _RULE_KEYS = {"id", "cause", "category", "title", "explanation", "fix", "references", "params",
               "signals", "examples", "cascade", "supersedes"}
-_SIGNAL_KEYS = {"name", "pattern", "hint", "weight", "role", "severity", "within", "variant",
-                "ignore_case"}
+_SIGNAL_KEYS = {"name", "pattern", "hint", "requires", "weight", "role", "severity", "within",
+                "variant", "ignore_case"}
 _REQUIRED = ("id", "cause", "category", "title", "explanation", "fix", "signals")
-# libyaml's safe loader where available: the same safety as yaml.safe_load, 10x faster.
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_RULE_FILE_BYTES = 1 << 20
 MAX_NESTING = 50
-_ID = regex.compile(r"MR-(?:MEM|CONV|SPD|PREC|ENV|USR)-\d{3}")
+_ID = re.compile(r"MR-(?:MEM|CONV|SPD|PREC|ENV|USR)-\d{3}")
 
 
-_COMPILED: dict[tuple[str, int], regex.Pattern[str]] = {}
+_COMPILED: dict[tuple[str, bool], regex.Pattern[str]] = {}
 
 
 @dataclass(frozen=True, slots=True)
 class Signal:
     name: str
     source: str  # the regex, compiled on first use (built-in packs are checked by the tests)
-    flags: int
+    ignore_case: bool
     hints: tuple[str, ...]  # lower-case literals; empty = run on every line
     weight: float
     role: str = "primary"
     severity: str = "crash"
     within: int = 40
     variant: str | None = None
+    requires: tuple[str, ...] = ()  # lower-case literals, one of which must occur too
 
     @property
     def pattern(self) -> regex.Pattern[str]:
-        key = (self.source, self.flags)
+        key = (self.source, self.ignore_case)
         compiled = _COMPILED.get(key)
         if compiled is None:
-            compiled = _COMPILED[key] = regex.compile(self.source, self.flags)
+            compiled = _COMPILED[key] = _compile(self.source, self.ignore_case)
         return compiled
+
+
+def _compile(source: str, ignore_case: bool) -> regex.Pattern[str]:
+    import regex  # on first use: a log without rule hits never needs it
+
+    return regex.compile(source, (regex.IGNORECASE if ignore_case else 0) | regex.VERSION0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,9 +206,9 @@ class _Checker:
         key = f"signals[{index}]."
         self._keys(raw, _SIGNAL_KEYS, key)
         name, source = self.text(raw, "name", key), self.text(raw, "pattern", key)
-        flags = (regex.IGNORECASE if self._bool(raw, "ignore_case", key) else 0) | regex.VERSION0
+        ignore_case = self._bool(raw, "ignore_case", key)
         if self.eager:
-            self._check_pattern(source, flags, params, key)
+            self._check_pattern(source, ignore_case, params, key)
         weight = raw.get("weight")
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight <= 1:
             self.fail(key + "weight", "should be a number in (0, 1]")
@@ -207,30 +221,43 @@ class _Checker:
         within = raw.get("within", 40)
         if isinstance(within, bool) or not isinstance(within, int) or within < 0:
             self.fail(key + "within", "should be a non-negative integer (lines)")
-        hints = raw.get("hint", [])
-        hints = [hints] if isinstance(hints, str) else hints
-        if not isinstance(hints, list) or not all(isinstance(h, str) and h for h in hints):
-            self.fail(key + "hint", "should be a string or a list of non-empty strings")
+        hints, requires = self._literals(raw, "hint", key), self._literals(raw, "requires", key)
         variant = raw.get("variant")
         if variant is not None and not isinstance(variant, str):
             self.fail(key + "variant", "should be a string")
-        return Signal(name=name, source=source, flags=flags, hints=tuple(h.lower() for h in hints),
+        return Signal(name=name, source=source, ignore_case=ignore_case, hints=hints,
                       weight=float(weight), role=role, severity=severity, within=within,
-                      variant=variant)
+                      variant=variant, requires=requires)
 
+    def _literals(self, raw: dict, name: str, key: str) -> tuple[str, ...]:
+        words = raw.get(name, [])
+        words = [words] if isinstance(words, str) else words
+        if not isinstance(words, list) or not all(isinstance(w, str) and w for w in words):
+            self.fail(key + name, "should be a string or a list of non-empty strings")
+        return tuple(w.lower() for w in words)
 
-    def _check_pattern(self, source: str, flags: int, params: dict[str, str], key: str) -> None:
+    def _check_pattern(self, source: str, ignore_case: bool, params: dict[str, str], key: str
+                       ) -> None:
+        import regex
+
         try:
-            pattern = regex.compile(source, flags)
+            pattern = _compile(source, ignore_case)
         except regex.error as err:
             self.fail(key + "pattern", f"bad regex: {err}")
         for group in pattern.groupindex:
             if group not in params:
                 self.fail(key + "pattern", f"named group {group!r} is not declared in params")
-        _COMPILED[(source, flags)] = pattern
+        _COMPILED[(source, ignore_case)] = pattern
 
 
 def load_rule_file(path: Path, *, eager: bool = True) -> Rule:
+    return _Checker(path, _read_rule_file(path), eager=eager).rule()
+
+
+def _read_rule_file(path: Path) -> Any:
+    """The file's YAML, parsed safely, refusing what could hurt the parser or hide a mistake."""
+    import yaml  # here, not at the top: start-up reads the frozen built-in rules instead
+
     name = shown_path(path.name)
     try:
         if path.stat().st_size > MAX_RULE_FILE_BYTES:
@@ -241,12 +268,11 @@ def load_rule_file(path: Path, *, eager: bool = True) -> Rule:
     if _nesting(text) > MAX_NESTING:  # libyaml recurses per level and can overflow the stack
         raise RulePackError(f"{name}: nested deeper than {MAX_NESTING} levels")
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a safe loader
+        return yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 - a safe loader
     except yaml.YAMLError as err:
         raise RulePackError(f"{name}: invalid YAML ({_first_line(err)})") from None
     except RecursionError:
         raise RulePackError(f"{name}: nested too deeply") from None
-    return _Checker(path, data, eager=eager).rule()
 
 
 def _nesting(text: str) -> int:
@@ -261,18 +287,24 @@ def _nesting(text: str) -> int:
     return deepest
 
 
-class _UniqueKeyLoader(_SafeLoader):  # type: ignore[misc, valid-type]
-    """The safe loader, refusing a key written twice in one mapping (YAML keeps the last)."""
+@cache
+def _unique_key_loader() -> type:
+    """The safe loader (libyaml's where available: as safe as yaml.safe_load, 10x faster),
+    refusing a key written twice in one mapping (YAML would keep the last)."""
+    import yaml
 
-    def construct_mapping(self, node, deep=False):  # noqa: ANN001, ANN201
-        keys = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, str) and key in keys:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark)
-            keys.add(key if isinstance(key, str) else id(key_node))
-        return super().construct_mapping(node, deep=deep)
+    class UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+        def construct_mapping(self, node, deep=False):  # noqa: ANN001, ANN201
+            keys = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, str) and key in keys:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r}", key_node.start_mark)
+                keys.add(key if isinstance(key, str) else id(key_node))
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
 
 
 def load_rules(extra_dirs: Iterable[str | Path] = (), *, eager: bool = False
@@ -282,7 +314,7 @@ def load_rules(extra_dirs: Iterable[str | Path] = (), *, eager: bool = False
     Built-in regexes compile on first use (start-up stays fast; the test suite compiles and
     checks them all with eager=True); a user's pack is always checked in full when loaded.
     """
-    rules = _load_dir(BUILTIN_DIR, eager=eager)
+    rules = (_frozen_rules() if not eager else None) or _load_dir(BUILTIN_DIR, eager=eager)
     builtin = {rule.id: rule.source for rule in rules}
     users: dict[str, str] = {}
     for directory in extra_dirs:
@@ -301,15 +333,57 @@ def load_rules(extra_dirs: Iterable[str | Path] = (), *, eager: bool = False
 def _load_dir(directory: Path, *, eager: bool) -> tuple[Rule, ...]:
     if not directory.is_dir():
         raise RulePackError(f"{shown_path(directory)}: rule directory not found")
+    return _checked(((path, _read_rule_file(path)) for path in _rule_files(directory)),
+                    eager=eager)
+
+
+def _checked(parsed: Iterable[tuple[Path, Any]], *, eager: bool = False) -> tuple[Rule, ...]:
     rules: list[Rule] = []
     seen: dict[str, str] = {}
-    for path in sorted(directory.rglob("*.yaml")):
-        rule = load_rule_file(path, eager=eager)
+    for path, data in parsed:
+        rule = _Checker(path, data, eager=eager).rule()
         if rule.id in seen:
             raise RulePackError(f"{path.name}: {rule.id}: id: duplicate of {seen[rule.id]}")
         seen[rule.id] = path.name
         rules.append(rule)
     return tuple(rules)
+
+
+def _rule_files(directory: Path) -> list[Path]:
+    return sorted(directory.rglob("*.yaml"))
+
+
+def _fingerprint(paths: Iterable[Path]) -> str:
+    """Names, sizes and CRC-32s of the files: enough to notice an edit (zlib loads faster than
+    hashlib, and nothing here needs a cryptographic hash: the files sit beside the code)."""
+    return ";".join(f"{path.relative_to(BUILTIN_DIR).as_posix()}:{len(data)}:{zlib.crc32(data):08x}"
+                    for path in paths for data in (path.read_bytes(),))
+
+
+def _frozen_rules() -> tuple[Rule, ...] | None:
+    """The built-in rules from FROZEN, checked as the YAML would be; None where it is missing,
+    unreadable or older than the YAML files."""
+    try:
+        frozen = json.loads(FROZEN.read_text(encoding="utf-8"))
+        paths = _rule_files(BUILTIN_DIR)
+        if frozen.get("fingerprint") != _fingerprint(paths):
+            return None
+        parsed = [(BUILTIN_DIR / name, data) for name, data in frozen["rules"]]
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    return _checked(parsed)
+
+
+def freeze() -> str:
+    """Parse the built-in YAML files (checking them in full) and write FROZEN; says what it did."""
+    paths = _rule_files(BUILTIN_DIR)
+    parsed = [(path, _read_rule_file(path)) for path in paths]
+    _checked(parsed, eager=True)
+    frozen = {"fingerprint": _fingerprint(paths),
+              "rules": [[path.relative_to(BUILTIN_DIR).as_posix(), data] for path, data in parsed]}
+    text = json.dumps(frozen, ensure_ascii=False, indent=0) + "\n"
+    FROZEN.write_text(text, encoding="utf-8")
+    return f"{shown_path(FROZEN)}: {len(parsed)} rule files"
 
 
 def _first_line(err: Exception) -> str:
@@ -329,3 +403,11 @@ def describe_rule(rule: Rule) -> str:
     return (f"{rule.id}  {rule.category}/{rule.cause}  ({rule.source})\n{rule.title}\n\n"
             f"{rule.explanation}\n\nfix: {rule.fix}\n\nsignals:\n{signals}"
             + (f"\nreferences:\n{refs}" if refs else ""))
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["--freeze"]:
+        sys.exit("usage: python -m minrepro.rulepack --freeze")
+    print(freeze())

@@ -18,13 +18,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from functools import cache
+from types import ModuleType
 
 from minrepro.literals import trie_pattern
-
-try:  # an optional accelerator; the pure-Python path gives the same selection
-    import hyperscan
-except ImportError:  # pragma: no cover - depends on the platform's wheel
-    hyperscan = None
 
 HEAD_BYTES = 512 * 1024
 TAIL_BYTES = 256 * 1024
@@ -50,13 +47,11 @@ class LineSelector:
 
     def __init__(self, triggers: Iterable[str], *, use_hyperscan: bool = True) -> None:
         self.triggers = tuple(sorted({t.lower() for t in triggers if t} | set(EXTRACTOR_TRIGGERS)))
-        literal = trie_pattern(self.triggers)
-        words = r"\b(?:" + "|".join(re.escape(w) for w in WORD_TRIGGERS) + r")\b"
-        self._source = f"{literal}|{words}".encode()
-        self._pattern: re.Pattern[bytes] | None = None  # compiled on first big block
-        self._words = words
-        self._use_hyperscan = use_hyperscan and hyperscan is not None
-        self._hs = None  # compiled on first use: small logs never need it
+        self._words = r"\b(?:" + "|".join(re.escape(w) for w in WORD_TRIGGERS) + r")\b"
+        # Both engines are built on the first big block: small logs never need them.
+        self._pattern: re.Pattern[bytes] | None = None
+        self._use_hyperscan = use_hyperscan
+        self._hs = None
         self.offset = 0  # bytes of the input seen before the current block
 
     def pick(self, block: bytes, total: int | None, final: bool) -> Iterator[tuple[int, int]]:
@@ -86,7 +81,7 @@ class LineSelector:
                           found.append((end, pid)))
             return found
         if self._pattern is None:
-            self._pattern = re.compile(self._source)
+            self._pattern = re.compile(f"{trie_pattern(self.triggers)}|{self._words}".encode())
         return [(m.start(), m.group()) for m in self._pattern.finditer(block.lower())]
 
 
@@ -135,7 +130,20 @@ def _find_or_end(data: bytes, needle: bytes, start: int) -> int:
     return len(data) if found < 0 else found
 
 
+@cache
+def hyperscan_module() -> ModuleType | None:
+    """The optional accelerator, imported on first need; None where its wheel is missing."""
+    try:
+        import hyperscan
+    except ImportError:  # pragma: no cover - depends on the platform's wheel
+        return None
+    return hyperscan
+
+
 def _hyperscan_db(literals: tuple[str, ...], words: str):  # noqa: ANN202 - hyperscan.Database
+    hyperscan = hyperscan_module()
+    if hyperscan is None:
+        return None
     try:
         database = hyperscan.Database()
         expressions = [re.escape(w).encode() for w in literals] + [words.encode()]

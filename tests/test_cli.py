@@ -103,7 +103,10 @@ def test_diagnose_never_imports_torch() -> None:
     code = ("import sys, runpy; sys.argv = ['minrepro', 'diagnose', sys.argv[1]]\n"
             "try:\n    runpy.run_module('minrepro', run_name='__main__')\n"
             "except SystemExit:\n    pass\n"
-            "assert 'torch' not in sys.modules, 'diagnose imported torch'\n")
+            "assert 'torch' not in sys.modules, 'diagnose imported torch'\n"
+            # start-up: the built-in rules come from frozen.json, the scan engine on big logs
+            "assert 'yaml' not in sys.modules, 'diagnose parsed the YAML rules'\n"
+            "assert 'hyperscan' not in sys.modules, 'a small log built the hyperscan database'\n")
     result = subprocess.run([sys.executable, "-c", code, str(SAMPLE)], capture_output=True,
                             timeout=60, cwd=ROOT)
     assert result.returncode == 0, result.stderr.decode()

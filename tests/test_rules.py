@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from minrepro import rulepack
 from minrepro.errors import RulePackError
 from minrepro.matcher import RuleMatcher
 from minrepro.model import Line
@@ -37,6 +41,40 @@ def test_examples_pass_the_prefilter(rule) -> None:
         matcher.feed(Line(number=1, text=text))
         found = matcher.findings()
         assert found and found[0].cause == rule.cause, f"{rule.id}: prefilter lost {text!r}"
+
+
+def _re_compatible(signal) -> bool:
+    try:  # hypothesis generates matches for `re` patterns; a regex-only construct is left out
+        re.compile(signal.source, re.IGNORECASE if signal.ignore_case else 0)
+    except re.error:
+        return False
+    return True
+
+
+GATED = [(rule, signal) for rule in RULES for signal in rule.signals if _re_compatible(signal)]
+# Characters that IGNORECASE folds onto ASCII letters though lower() keeps them apart
+# (long s, Kelvin sign, dotted/dotless i): a line holding them is not worth a test.
+_ALPHABET = st.characters(exclude_characters="\u017f\u212a\u0130\u0131", exclude_categories=["Cs"])
+
+
+@pytest.mark.parametrize(("rule", "signal"), GATED, ids=[f"{r.id}/{s.name}" for r, s in GATED])
+def test_literal_gates_are_implied_by_the_regex(rule, signal) -> None:
+    """Every text the regex matches holds one of the signal's hints, and one of its `requires`
+    words: the literal gates only skip lines the regex would not match anyway."""
+
+    @settings(max_examples=40, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(st.from_regex(re.compile(signal.source, re.IGNORECASE if signal.ignore_case else 0),
+                         alphabet=_ALPHABET))
+    def gates_pass(text: str) -> None:
+        if not signal.pattern.search(text):  # where `re` and `regex` read a pattern differently
+            return
+        lowered = text.lower()
+        assert any(hint in lowered for hint in signal.hints), f"no hint in {text!r}"
+        assert not signal.requires or any(w in lowered for w in signal.requires), (
+            f"no `requires` word in {text!r}")
+
+    gates_pass()
 
 
 def test_every_builtin_signal_has_hints() -> None:
@@ -86,3 +124,31 @@ def test_user_pack_duplicate_ids(tmp_path: Path) -> None:
 def test_user_pack_adds_a_rule(tmp_path: Path) -> None:
     (tmp_path / "mine.yaml").write_text((SCHEMA_DIR / "minimal.ok.yaml").read_text())
     assert any(r.id == "MR-USR-001" for r in load_rules([tmp_path]))
+
+
+def test_frozen_rules_are_current() -> None:
+    """frozen.json (read at start-up instead of the YAML) holds exactly what the YAML says."""
+    frozen = rulepack._frozen_rules()
+    assert frozen is not None, "frozen.json is stale: run `python -m minrepro.rulepack --freeze`"
+    assert frozen == rulepack._load_dir(rulepack.BUILTIN_DIR, eager=False)
+
+
+@pytest.mark.parametrize("content", ["", "{not json", '{"fingerprint": "x", "rules": []}',
+                                     '{"rules": 1}', "[]"])
+def test_a_stale_or_broken_frozen_file_falls_back_to_the_yaml(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str) -> None:
+    expected = load_rules()
+    frozen = tmp_path / "frozen.json"
+    frozen.write_text(content)
+    monkeypatch.setattr(rulepack, "FROZEN", frozen)
+    assert rulepack._frozen_rules() is None
+    assert load_rules() == expected
+    frozen.unlink()
+    assert load_rules() == expected
+
+
+def test_freeze_writes_a_file_that_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rulepack, "FROZEN", tmp_path / "frozen.json")
+    assert "16 rule files" in rulepack.freeze()
+    assert rulepack._frozen_rules() == load_rules()
+

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 import math
-import statistics
+from collections.abc import Iterable
 
 from minrepro.analyze.series import Point, Series
 from minrepro.model import Event, Evidence, Finding, Line, MetricRecord
@@ -168,8 +168,8 @@ class CurveAnalyzer:
         rising = len(after) >= 3 and after[-1].value >= after[0].value * 1.05
         train_after = [p for p in train if p.line >= evals[best].line]
         falling = len(train_after) >= 2 and train_after[-1].value < train_after[0].value
-        recent_train = statistics.fmean(p.value for p in train_after) if train_after else 0.0
-        gap = (statistics.fmean(p.value for p in after) - recent_train) / max(recent_train, 1e-9)
+        recent_train = _mean(p.value for p in train_after) if train_after else 0.0
+        gap = (_mean(p.value for p in after) - recent_train) / max(recent_train, 1e-9)
         if not (rising and falling and gap > 0.1):
             stalled = best < len(evals) - max(2, len(evals) // 3)  # no new best lately
             return self._generalisation_gap(train, evals) if stalled else None
@@ -192,8 +192,8 @@ class CurveAnalyzer:
             return None
         # Without the first step: its data time (workers starting) would dominate the mean,
         # while later stalls, however intermittent, are the bottleneck.
-        mean_data = statistics.fmean(p.value for p in data[1:])
-        mean_batch = statistics.fmean(p.value for p in batch[1:])
+        mean_data = _mean(p.value for p in data[1:])
+        mean_batch = _mean(p.value for p in batch[1:])
         if mean_batch <= 0 or mean_data / mean_batch < 0.5:
             return None
         score = 0.8 if mean_data / mean_batch >= 0.7 else 0.6
@@ -261,9 +261,19 @@ def _rebound(points: list[Point]) -> list[Point] | None:
     return [points[lowest], after[-1]]
 
 
+def _mean(values: Iterable[float]) -> float:
+    """statistics.fmean, without importing statistics."""
+    values = list(values)
+    return math.fsum(values) / len(values)
+
+
 def _grew_before(points: list[Point], line: int) -> bool:
     before = [p.value for p in points if p.line <= line]
-    return len(before) >= 4 and before[-1] > 3 * statistics.median(before[: len(before) // 2])
+    if len(before) < 4:
+        return False
+    import statistics  # here: its import (fractions, decimal) costs start-up ~2 ms
+
+    return before[-1] > 3 * statistics.median(before[: len(before) // 2])
 
 
 def _plateau(points: list[Point]) -> float | None:
@@ -271,7 +281,7 @@ def _plateau(points: list[Point]) -> float | None:
     values = [p.value for p in points]
     if len(values) < 2 or (len(values) < 4 and len(set(values)) > 1):
         return None
-    mean = statistics.fmean(values)
+    mean = _mean(values)
     if mean < 0.05 or (max(values) - min(values)) / mean > FLAT_TOLERANCE:
         return None
     return mean
@@ -285,6 +295,8 @@ def _settled_at_ln_c(points: list[Point]) -> float | None:
     tail = [p.value for p in points[len(points) // 2:]]
     if len(tail) < 3:
         return None
+    import statistics
+
     level = statistics.median(tail)
     quartiles = statistics.quantiles(tail, n=4) if len(tail) >= 4 else [min(tail), 0, max(tail)]
     if level <= 0.05 or (quartiles[2] - quartiles[0]) / level > 0.05:

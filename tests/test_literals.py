@@ -1,0 +1,32 @@
+"""The literal finder the rule matcher runs on every line: exact, overlaps included."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from minrepro.literals import LiteralSet, trie_pattern
+
+_WORDS = st.lists(st.text(alphabet="ab c", min_size=1, max_size=4), max_size=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_WORDS, st.text(alphabet="ab cd", max_size=30))
+def test_present_finds_exactly_the_words_that_occur(words: list[str], text: str) -> None:
+    assert LiteralSet(words).present(text) == sorted({w for w in words if w in text})
+
+
+@settings(max_examples=200, deadline=None)
+@given(_WORDS, st.text(alphabet="ab cd", max_size=30))
+def test_the_trie_pattern_finds_a_word_wherever_one_occurs(words: list[str], text: str) -> None:
+    found = re.search(trie_pattern(words), text) is not None
+    assert found == any(w in text for w in words)
+
+
+def test_overlapping_and_nested_words() -> None:
+    words = LiteralSet(["loss", "loss scale", "scale", "oss", "nan"])
+    assert words.present("the loss scale fell") == ["loss", "loss scale", "oss", "scale"]
+    assert words.present("no hint here") == []
+    assert LiteralSet([]).present("anything") == []
