@@ -76,6 +76,34 @@ def test_data_time_share() -> None:
     assert params["data_time"] > 0.5 * params["batch_time"]
 
 
+@pytest.mark.parametrize("share, found", [(0.58, False), (0.64, False), (0.7, True), (0.95, True)])
+def test_data_time_share_threshold(share: float, found: bool) -> None:
+    """Detection runs commonly wait on data half of each step and are healthy: a bottleneck is
+    a clear majority of the step time."""
+    rows = [{"data_time": share * t, "batch_time": t, "loss": 1.0} for t in (2.0, 0.7, 0.68, 0.66)]
+    assert ("dataloader_bottleneck" in curve(rows)) is found
+
+
+def test_data_time_from_running_averages() -> None:
+    """pytorch/examples ImageNet printed every 200 steps: the current step's data time is tiny,
+    the average over all 200 is 95 % of the step (the first record is start-up alone)."""
+    rows = [{"data_time": 196.4, "batch_time": 203.6, "data_time_avg": 196.4, "batch_time_avg": 203.6},
+            {"data_time": 0.001, "batch_time": 0.55, "data_time_avg": 11.761,
+             "batch_time_avg": 12.315}]
+    params = dict(curve(rows)["dataloader_bottleneck"].params)
+    assert params == {"data_time": 11.761, "batch_time": 12.315}
+
+
+def test_a_summed_loss_at_a_log_value_is_no_ln_c_plateau() -> None:
+    """Detection losses are sums (loss = loss_cls + loss_box): their level says nothing of ln C."""
+    falling = [3.4, 3.05, 2.9, 2.75, 2.66]
+    settled = [1.7645, 1.7536, 1.7660, 1.7252, 1.7597, 1.7615, 1.7580]  # near ln 6 = 1.79
+    single = [{"loss": v} for v in falling + settled]
+    summed = [{"loss": v, "loss_ins": v * 0.7, "loss_cate": v * 0.3} for v in falling + settled]
+    assert "loss_stagnation" in curve(single)
+    assert "loss_stagnation" not in curve(summed)
+
+
 def test_memory_rising_until_the_end_is_a_leak_and_explains_the_oom() -> None:
     rows = [{"memory_mb": 5000.0, "loss": 1.0}] * 5
     rows += [{"memory_mb": 5000.0 + 900 * i, "loss": 1.0} for i in range(1, 8)]

@@ -98,6 +98,21 @@ def test_running_average_is_not_taken() -> None:
     assert record is not None and record.get("loss") == 5.0 and record.get("batch_time") == 1.0
 
 
+@pytest.mark.parametrize("text, data_avg, batch_avg", [
+    ("Epoch: [0][200/5005]\tTime 0.550 (12.315)\tData 0.001 (11.761)\tLoss 6.7401 (6.8409)",
+     11.761, 12.315),
+    ("iter: 440  loss: 1.0944 (1.3324)  time: 0.6787 (0.7120)  data: 0.4030 (0.4299)  lr: 0.0008",
+     0.4299, 0.7120),
+    ("Epoch: [0][10/50]   Time 1.0   Data 0.5   Loss 5.0 (7.0)", None, None),
+])
+def test_time_averages_are_kept_beside_the_current_times(text: str, data_avg, batch_avg) -> None:
+    """A log printed every 200 steps shows one step's times; the running average covers all."""
+    record = parse(text)
+    assert record is not None
+    assert record.get("data_time_avg") == data_avg and record.get("batch_time_avg") == batch_avg
+    assert record.get("loss_avg") is None  # only the times: a loss average is no loss point
+
+
 def test_nan_and_inf_values() -> None:
     record = parse("{'loss': nan, 'grad_norm': inf, 'learning_rate': 1e-05, 'epoch': 1.0}")
     assert record is not None

@@ -152,3 +152,19 @@ def test_freeze_writes_a_file_that_loads(tmp_path: Path, monkeypatch: pytest.Mon
     assert "16 rule files" in rulepack.freeze()
     assert rulepack._frozen_rules() == load_rules()
 
+
+def _finding_for(cause: str, lines: list[str]):
+    matcher = RuleMatcher(RULES)
+    for number, text in enumerate(lines, 1):
+        matcher.feed(Line(number=number, text=text))
+    return next(f for f in matcher.findings() if f.cause == cause)
+
+
+def test_a_lower_lr_that_did_not_help_counts_against_divergence() -> None:
+    tried = _finding_for("lr_divergence", [
+        "I used the dataset you provided and found that the loss diverged.",
+        "I have tried to use a smaller learning rate (`--lr`), but `loss=Nan` still exists."])
+    fixed = _finding_for("lr_divergence", [
+        "I used the dataset you provided and found that the loss diverged.",
+        "Using a smaller learning rate fixed it."])
+    assert tried.damping < 1 and fixed.damping == 1

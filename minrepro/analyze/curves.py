@@ -16,9 +16,14 @@ from minrepro.analyze.series import Point, Series
 from minrepro.model import Event, Evidence, Finding, Line, MetricRecord
 
 _TRACKED = ("loss", "eval_loss", "learning_rate", "grad_norm", "accuracy", "eval_accuracy",
-            "eval_matthews_correlation", "data_time", "batch_time", "memory_mb", "rss_mb")
+            "eval_matthews_correlation", "data_time", "batch_time", "data_time_avg",
+            "batch_time_avg", "memory_mb", "rss_mb")
 SPIKE_FACTOR = 4.0  # a loss this many times its earlier median is a divergence spike
 FLAT_TOLERANCE = 0.02  # relative range under which a loss curve is flat
+#: Share of the step time spent waiting for data from which loading is the bottleneck. Below
+#: it, a run is slowed by its input pipeline but that is not what failed (detection training
+#: commonly shows 0.5-0.6 on a healthy run).
+DATA_SHARE = 0.65
 LN_C_TOLERANCE = 0.01  # relative distance from ln(C) that counts as "at ln C"
 
 
@@ -40,6 +45,9 @@ class CurveAnalyzer:
         self.series: dict[str, Series] = {name: Series() for name in _TRACKED}
         self._rank: int | None = None
         self._seen_rank = False
+        # The loss is a sum of printed parts (loss_cls + loss_bbox + ..., detection and
+        # segmentation frameworks): its level then says nothing about ln(C).
+        self._summed_loss = False
 
     def feed(self, event: Event, line: Line) -> None:
         if not isinstance(event, MetricRecord):
@@ -52,6 +60,10 @@ class CurveAnalyzer:
             series = self.series.get(name)
             if series is not None:
                 series.add(event.line, value, event.rank, line.text)
+        if not self._summed_loss and event.get("loss") is not None:
+            parts = [n for n, _ in event.values if "loss" in n and n != "loss"
+                     and not n.startswith("eval_") and n != "loss_scale"]
+            self._summed_loss = len(parts) >= 2
 
     def loss_curve(self, points: int = 40) -> tuple[float, ...]:
         values = self.series["loss"].values() or self.series["eval_loss"].values()
@@ -107,10 +119,11 @@ class CurveAnalyzer:
             points = self.series[name].points()
             if name == "eval_loss" and falling:
                 continue  # training still learns: a flat held-out loss is not "no learning"
+            ln_c = not (name == "loss" and self._summed_loss)
             plateau = _plateau(points)
-            settled = _settled_at_ln_c(points) if plateau is None else None
+            settled = _settled_at_ln_c(points) if plateau is None and ln_c else None
             level = plateau if plateau is not None else settled
-            final_classes = _classes_for(points[-1].value) if points else None
+            final_classes = _classes_for(points[-1].value) if points and ln_c else None
             if level is None and final_classes:
                 # Ending exactly at ln(C) is the loss of uniform guessing: a weak sign alone.
                 return _finding("loss_stagnation", "convergence", 0.45, [points[-1]],
@@ -119,7 +132,7 @@ class CurveAnalyzer:
             if level is None:
                 continue
             params: dict[str, float | int] = {"plateau_loss": round(level, 4)}
-            classes = _classes_for(level)
+            classes = _classes_for(level) if ln_c else None
             if classes:
                 params["num_classes"] = classes
             score = 0.75 if classes and plateau is not None else 0.65 if classes else 0.55
@@ -187,17 +200,24 @@ class CurveAnalyzer:
                         params={"best_eval_loss": round(min(p.value for p in evals), 4)})
 
     def _data_bound(self) -> Finding | None:
+        """Most of each step spent waiting for data: from the running averages a log prints
+        (past its first record, which holds the workers' start-up alone), else from the
+        printed steps' own times (without the first)."""
         data, batch = self.series["data_time"].points(), self.series["batch_time"].points()
-        if len(data) < 3 or len(batch) < 3:
+        data_avg = self.series["data_time_avg"].points()
+        batch_avg = self.series["batch_time_avg"].points()
+        if len(data_avg) >= 2 and len(batch_avg) >= 2:
+            mean_data, mean_batch, evidence = data_avg[-1].value, batch_avg[-1].value, data_avg[-2:]
+        elif len(data) >= 3 and len(batch) >= 3:
+            mean_data = _mean(p.value for p in data[1:])
+            mean_batch = _mean(p.value for p in batch[1:])
+            evidence = data[:3]
+        else:
             return None
-        # Without the first step: its data time (workers starting) would dominate the mean,
-        # while later stalls, however intermittent, are the bottleneck.
-        mean_data = _mean(p.value for p in data[1:])
-        mean_batch = _mean(p.value for p in batch[1:])
-        if mean_batch <= 0 or mean_data / mean_batch < 0.5:
+        share = mean_data / mean_batch if mean_batch > 0 else 0.0
+        if share < DATA_SHARE:
             return None
-        score = 0.8 if mean_data / mean_batch >= 0.7 else 0.6
-        return _finding("dataloader_bottleneck", "speed", score, data[:3],
+        return _finding("dataloader_bottleneck", "speed", 0.8 if share >= 0.75 else 0.6, evidence,
                         params={"data_time": round(mean_data, 4),
                                 "batch_time": round(mean_batch, 4)})
 

@@ -11,7 +11,9 @@ Formats (sources cited in tests/test_extract_metrics.py):
   Keras-like          1875/1875 - 5s - loss: 0.3 - accuracy: 0.9 - val_loss: 0.4
   plain step lines    step 100 | loss 2.31 | lr 1e-4,  iter 1: loss 11.0666, time: 13381.00ms,
                       epoch 3 loss = 2.30,  Megatron "iteration 1/ 2500 | lm loss: 1.06E+01 | ..."
-The current value is taken, never the running average printed in parentheses.
+The current value is taken, never the running average printed in parentheses, except for the
+data and batch times, whose averages are kept too (data_time_avg, batch_time_avg): a log printed
+every 200 steps shows one step's times, the average covers all of them.
 
 Name normalisation (lower-cased, ' ', '/', '-' -> '_'):
   loss           loss, train_loss, training_loss, total_loss, loss_total, closs, lm_loss, tr_loss,
@@ -88,6 +90,9 @@ _TQDM_COUNT = re.compile(r"\|\s*(\d+)/(?:\d+|\?)\s*\[")
 _EPOCH_BEFORE = re.compile(r"[Ee]poch\s*[:=]?\s*\[?\s*$")
 _EPOCH = re.compile(r"[Ee]poch\s*[:=]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\]?")
 _ASSIGNMENT = re.compile(r"\s+[A-Za-z_][\w.]*\s*[-+*/]?=\s*\S+\s*$")
+#: `Data 0.001 (11.761)`, `data: 0.4030 (0.4299)`: the value, then the running average.
+_TIME_AVERAGE = re.compile(rf"(?i)\b(?P<key>data|data_time|time|batch_time)\s*[:=]?\s*{FLOAT}"
+                           rf"\s*\((?P<avg>{FLOAT})\)")
 _TOTAL_EVAL_LOSS = re.compile(r"(?:total_)?(?:val|valid|validation|eval|test)_(?:total_)?loss")
 _NOT_METRICS = ("Namespace(", "Arguments(", "Config(", "argparse")
 
@@ -170,6 +175,9 @@ def _parse_metrics(text: str, line: Line) -> MetricRecord | None:
     if is_dict and "train_runtime" in text:
         values.pop("loss", None)  # the Trainer's end-of-run summary averages the whole run
     _take_throughput(text, values)
+    if "(" in text:
+        for match in _TIME_AVERAGE.finditer(text):
+            values.setdefault(f"{normalise(match['key'])}_avg", float(match["avg"]))
     if "epoch" not in values and ("poch" in text):
         epoch = _EPOCH.search(text)
         if epoch:
