@@ -27,11 +27,13 @@ def block(rng: random.Random, step: int) -> str:
     parts = [
         f"{{'loss': {loss:.4f}, 'grad_norm': {0.8 + rng.random():.4f}, "
         f"'learning_rate': {lr:.4e}, 'epoch': {step / 1000:.2f}}}\n",
-        f"[rank{step % 4}]: step={step} loss={loss:.4f} lr={lr:.3e} tokens_per_sec={9000 + step % 500}\n",
+        f"[rank{step % 4}]: step={step} loss={loss:.4f} lr={lr:.3e} "
+        f"tokens_per_sec={9000 + step % 500}\n",
         "".join(f"\r{p:3d}%|{'#' * (p // 10):<10}| {p}/100 [00:{p % 60:02d}<00:10, 9.{p % 9}it/s]"
                 for p in range(0, 100, 20)) + "\n",
         f"2026-11-29 03:{step % 60:02d}:00,123 - INFO - trainer - Saving step {step}; "
-        f"dataloader queue depth {step % 7}; NCCL INFO Channel {step % 8}/8 : 0[0] -> 1[1] via P2P\n",
+        f"dataloader queue depth {step % 7}; "
+        f"NCCL INFO Channel {step % 8}/8 : 0[0] -> 1[1] via P2P\n",
         f"2026-11-29 03:{step % 60:02d}:01,456 - INFO - data - shard {step % 128} opened, "
         f"{rng.randrange(10**6)} samples, prefetch ok\n",
     ]

@@ -77,9 +77,9 @@ def main() -> int:
             fixed = verify_script(path, fixed=True, device=args.device, timeout=args.timeout)
             ok = (bug.exit_code, fixed.exit_code) == EXPECTED.get(cause, (1, 0))
             failures += not ok
+            seconds = bug.seconds + fixed.seconds
             print(f"{cause:26} {variant:16} {bug.exit_code!s:>4} {fixed.exit_code!s:>6} "
-                  f"{bug.seconds + fixed.seconds:8.1f}  {'' if ok else 'FAIL '}{bug.last_line[:90]}",
-                  flush=True)
+                  f"{seconds:8.1f}  {'' if ok else 'FAIL '}{bug.last_line[:90]}", flush=True)
             if not ok:
                 print("    bug:  " + bug.output_tail[-1500:].replace("\n", "\n    "))
                 print("    fixed: " + fixed.output_tail[-1500:].replace("\n", "\n    "))

@@ -87,7 +87,8 @@ def test_data_time_share_threshold(share: float, found: bool) -> None:
 def test_data_time_from_running_averages() -> None:
     """pytorch/examples ImageNet printed every 200 steps: the current step's data time is tiny,
     the average over all 200 is 95 % of the step (the first record is start-up alone)."""
-    rows = [{"data_time": 196.4, "batch_time": 203.6, "data_time_avg": 196.4, "batch_time_avg": 203.6},
+    rows = [{"data_time": 196.4, "batch_time": 203.6, "data_time_avg": 196.4,
+             "batch_time_avg": 203.6},
             {"data_time": 0.001, "batch_time": 0.55, "data_time_avg": 11.761,
              "batch_time_avg": 12.315}]
     params = dict(curve(rows)["dataloader_bottleneck"].params)
@@ -132,6 +133,7 @@ def test_nccl_timeout_params_and_cascade() -> None:
 
 
 def test_loss_climbing_back_from_its_minimum_is_divergence() -> None:
-    rows = [{"loss": v, "learning_rate": 2e-5} for v in (15.5, 13.0, 3.8, 2.4, 1.43, 5.8, 7.1, 10.0)]
+    losses = (15.5, 13.0, 3.8, 2.4, 1.43, 5.8, 7.1, 10.0)
+    rows = [{"loss": v, "learning_rate": 2e-5} for v in losses]
     finding = curve(rows)["lr_divergence"]
     assert dict(finding.params)["learning_rate"] == 2e-5 and finding.evidence[0].line == 5

@@ -30,7 +30,8 @@ SMI_QUERY_OUT = (
     "NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB\n"
     "NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB\n"
 )
-NVCC_OUT = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 12.4, V12.4.131\n"
+NVCC_OUT = ("nvcc: NVIDIA (R) Cuda compiler driver\n"
+            "Cuda compilation tools, release 12.4, V12.4.131\n")
 
 
 def fake_run(outputs: dict[tuple[str, ...], str | None]):

@@ -17,7 +17,14 @@ from hypothesis import strategies as st
 from minrepro.extract import default_extractors, extract_all
 from minrepro.extract.prefilter import trigger_search
 from minrepro.model import (
-    EnvFact, Line, LossScaleEvent, MetricRecord, NcclTimeout, OomReport, Traceback, WorkerKilled,
+    EnvFact,
+    Line,
+    LossScaleEvent,
+    MetricRecord,
+    NcclTimeout,
+    OomReport,
+    Traceback,
+    WorkerKilled,
 )
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev"
@@ -103,7 +110,7 @@ def test_extract_all_flushes_at_eof() -> None:
 
 def test_default_extractors_are_fresh() -> None:
     first, second = default_extractors(), default_extractors()
-    assert all(a is not b for a, b in zip(first, second))
+    assert all(a is not b for a, b in zip(first, second, strict=True))
     assert Counter(type(e).__name__ for e in first)["TracebackExtractor"] == 1
 
 

@@ -190,7 +190,7 @@ def test_traceback_cases(text: str, expected: list[tuple[str, str, int, str | No
     got = [(e.exc_type, e.message, len(e.frames), e.chained) for e in events]
     assert len(got) == len(expected), got
     for (exc_type, message, n_frames, chained), (want_type, want_msg, want_n, want_chain) in zip(
-            got, expected):
+            got, expected, strict=True):
         assert exc_type == want_type
         assert message.startswith(want_msg), message
         assert n_frames == want_n

@@ -26,12 +26,11 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_hostile_input import assert_one_line_error, run_cli  # noqa: E402 - shared runner
 
 from minrepro.model import Diagnosis, Evidence
 from minrepro.render import has_template, render_repro
 from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF
-
-from test_hostile_input import assert_one_line_error, run_cli  # noqa: E402 - shared runner
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = ROOT / "templates"
@@ -218,7 +217,7 @@ def _kitchen_sink(cause: str, tmp: Path, index: int) -> Diagnosis:
     """One diagnosis with a different payload in every field; numbers out of range."""
     absolute = f"__import__('os').system('touch {tmp}/pwned_abs')"
     texts = [f'"""; {PAYLOAD}; """', f"'''\n{PAYLOAD}\n'''", f"\r\n{absolute}",
-             f"\u2028open('pwned_open', 'w')", f"{{{{ {PAYLOAD} }}}}", "# -*- coding: utf-7 -*-"]
+             "\u2028open('pwned_open', 'w')", f"{{{{ {PAYLOAD} }}}}", "# -*- coding: utf-7 -*-"]
     numbers = [10 ** 400, -(10 ** 9), 2 ** 63, -1, 1e308, 0]
     params: dict[str, Any] = {}
     for offset, (name, body) in enumerate((SPECS[cause].get("params") or {}).items()):

@@ -12,9 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-from test_hostile_input import (  # noqa: E402 - the shared runner
-    ROOT, assert_no_traceback, assert_one_line_error, run_cli)
+from test_hostile_input import ROOT, assert_no_traceback, assert_one_line_error, run_cli  # noqa: E402 - the shared runner
 
 SAMPLE = ROOT / "samples" / "position_overflow__cpu_traceback.log"
 

@@ -15,12 +15,17 @@ from typing import Any
 import pytest
 import regex
 import yaml
+from test_hostile_input import (  # noqa: E402 - the shared runner
+    MAX_RSS_MB,
+    OOM_SAMPLE,
+    assert_no_traceback,
+    assert_one_line_error,
+    diagnosis_json,
+    run_cli,
+)
 
 from minrepro.errors import RulePackError
 from minrepro.rulepack import load_rules
-
-from test_hostile_input import (  # noqa: E402 - the shared runner
-    MAX_RSS_MB, OOM_SAMPLE, assert_no_traceback, assert_one_line_error, diagnosis_json, run_cli)
 
 BASE: dict[str, Any] = {
     "id": "MR-USR-001",

@@ -26,7 +26,8 @@ def test_carriage_return_updates_are_separate_records(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("text, rank, rest", [
     ("[rank3]: RuntimeError: x", 3, "RuntimeError: x"),
-    ("[rank12]:[E321 02:07:08 ProcessGroupNCCL.cpp:607] w", 12, "[E321 02:07:08 ProcessGroupNCCL.cpp:607] w"),
+    ("[rank12]:[E321 02:07:08 ProcessGroupNCCL.cpp:607] w", 12,
+     "[E321 02:07:08 ProcessGroupNCCL.cpp:607] w"),
     ("[default0]:Traceback (most recent call last):", 0, "Traceback (most recent call last):"),
     ("[80746] [rank4]:[E321] x", 4, "[E321] x"),
     ("3: loss 2.3", 3, "loss 2.3"),

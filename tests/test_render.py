@@ -18,8 +18,15 @@ from minrepro import render
 from minrepro.errors import OutputError, RenderError
 from minrepro.model import Diagnosis, Evidence
 from minrepro.render import (
-    check_script, comment_text, environment, has_template, load_spec, py_literal,
-    render_repro, resolve_values, write_script,
+    check_script,
+    comment_text,
+    environment,
+    has_template,
+    load_spec,
+    py_literal,
+    render_repro,
+    resolve_values,
+    write_script,
 )
 
 FORBIDDEN = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\x00\u202e"
@@ -296,8 +303,9 @@ def test_float_bounds_written_the_yaml_way(template_root: Path) -> None:
 
 def test_broken_templates_raise_render_errors(template_root: Path, make_diagnosis) -> None:
     (template_root / "demo.yaml").write_text("params: {}\n")
-    for body, message in [("{{ missing }}\n", "undefined"), ("x = {{ v.nope | py }}\n", "nope"), ("x = {{ v | py }}\n", "type dict"),
-                          ("x = (\n", "not valid Python"), ("{% if %}\n", "demo.py.j2")]:
+    for body, message in [("{{ missing }}\n", "undefined"), ("x = {{ v.nope | py }}\n", "nope"),
+                          ("x = {{ v | py }}\n", "type dict"), ("x = (\n", "not valid Python"),
+                          ("{% if %}\n", "demo.py.j2")]:
         (template_root / "demo.py.j2").write_text(body)
         render.environment.cache_clear()
         with pytest.raises(RenderError, match=message):

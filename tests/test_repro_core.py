@@ -50,7 +50,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple, Future]:
     pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2))
     futures: dict[tuple, Future] = {}
     for cause, variant in CASES:
-        path = write_script(render_repro(diagnosis(cause, variant)), folder / f"{cause}_{variant}.py")
+        script = render_repro(diagnosis(cause, variant))
+        path = write_script(script, folder / f"{cause}_{variant}.py")
         futures[cause, variant, "bug"] = pool.submit(verify_script, path, timeout=TIMEOUT)
         futures[cause, variant, "fixed"] = pool.submit(
             verify_script, path, fixed=True, device="cpu", timeout=TIMEOUT)

@@ -23,7 +23,8 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
 def big_log(path: Path, middle: str, size: int = 4 * (HEAD_BYTES + TAIL_BYTES)) -> Path:
     lines, written, i = [], 0, 0
     while written < size:
-        line = METRIC.format(loss=2.0 - i * 1e-5, e=i / 1e4) if i % 3 else NOISE.format(i=i, j=i * 7)
+        metric = METRIC.format(loss=2.0 - i * 1e-5, e=i / 1e4)
+        line = metric if i % 3 else NOISE.format(i=i, j=i * 7)
         lines.append(line)
         written += len(line)
         i += 1
