@@ -62,7 +62,9 @@ def test_literal_gates_are_implied_by_the_regex(rule, signal) -> None:
     """Every text the regex matches holds one of the signal's hints, and one of its `requires`
     words: the literal gates only skip lines the regex would not match anyway."""
 
-    @settings(max_examples=40, deadline=None, database=None,
+    # Derandomized: CI must not fail on a search that found nothing last time. To explore,
+    # drop derandomize and run with --hypothesis-seed=N (seeds 1-5 passed when written).
+    @settings(max_examples=40, deadline=None, database=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     @given(st.from_regex(re.compile(signal.source, re.IGNORECASE if signal.ignore_case else 0),
                          alphabet=_ALPHABET))
