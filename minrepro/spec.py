@@ -15,7 +15,7 @@ _OPS = {">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
         "<": lambda a, b: a < b, "<=": lambda a, b: a <= b}
 _PARAM_KEYS = {"int": {"type", "default", "min", "max"}, "float": {"type", "default", "min", "max"},
                "str": {"type", "default", "max_len"}, "choice": {"type", "default", "choices"}}
-_SPEC_KEYS = {"params", "variants", "gpu_only", "relations"}
+_SPEC_KEYS = {"params", "variants", "gpu_only", "relations", "example"}
 _FLOAT_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 # --- the spec ------------------------------------------------------------------------------
@@ -62,9 +62,15 @@ class TemplateSpec:
     variants: tuple[str, ...]
     gpu_only: bool
     relations: tuple[tuple[str, str, str], ...]
+    #: params as a real log gives them (values of the dev corpus, some out of bounds so that
+    #: clamping is exercised): the diagnosis the tests and the GPU check render
+    example: tuple[tuple[str, Any], ...] = ()
 
     def param(self, name: str) -> ParamSpec:
         return next(p for p in self.params if p.name == name)
+
+    def example_params(self) -> dict[str, Any]:
+        return dict(self.example)
 
 
 def _check(ok: object, message: str) -> None:
@@ -150,7 +156,11 @@ def _parse_spec(cause: str, data: object, where: str) -> TemplateSpec:
     _check(isinstance(relations, list), f"{where}: relations should be a list")
     relation_specs = tuple(_parse_relation(rel, params, f"{where}: relations[{i}]")
                            for i, rel in enumerate(relations))
-    return TemplateSpec(cause, tuple(params.values()), tuple(variants), gpu_only, relation_specs)
+    example = data.get("example") or {}
+    _check(isinstance(example, dict) and all(name in params for name in example),
+           f"{where}: example should map declared params to values")
+    return TemplateSpec(cause, tuple(params.values()), tuple(variants), gpu_only, relation_specs,
+                        tuple(example.items()))
 
 
 # --- values ------------------------------------------------------------------------------

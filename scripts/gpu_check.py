@@ -22,35 +22,13 @@ from minrepro.render import has_template, load_spec, render_repro, write_script 
 from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF  # noqa: E402
 from minrepro.verify import verify_script  # noqa: E402
 
-PARAMS: dict[str, dict] = {  # plausible log values (shared/corpus/dev); missing ones default
-    "position_overflow": {"seq_len": 937, "max_positions": 512},
-    "undetached_loss_list": {},
-    "single_class_labels": {"num_classes": 3},
-    "softmax_overflow": {},
-    "cuda_oom": {"requested_bytes": 885_000_000, "capacity_bytes": 15_848_000_000,
-                 "allocated_bytes": 10_415_000_000, "free_bytes": 522_977_000},
-    "allocator_fragmentation": {"requested_bytes": 2_695_000_000, "allocated_bytes": 6_711_000_000,
-                                "free_bytes": 297_207_000, "reserved_bytes": 14_936_000_000},
-    "host_oom_dataloader": {"signal": "Killed"},
-    "lr_divergence": {"learning_rate": 0.00017682241998246423},
-    "loss_stagnation": {"num_classes": 10, "plateau_loss": 2.3027},
-    "fp16_overflow": {"loss_scale": 2048.0},
-    "overfitting": {},
-    "dtype_mismatch": {"expected_dtype": "float32", "found_dtype": "float64"},
-    "dataloader_bottleneck": {"data_time": 2.388, "batch_time": 2.648},
-    "nccl_timeout": {"timeout_ms": 600_000, "op": "allreduce"},
-    "device_mismatch": {"devices": "cuda:0,cpu"},
-    "cuda_env_mismatch": {"capability": "sm_86"},
-}
-
-
 #: (bug exit, fixed exit) where it is not (1, 0): a working CUDA install has no env mismatch
 EXPECTED = {"cuda_env_mismatch": (0, 0)}
 
 
 def diagnosis(cause: str, variant: str) -> Diagnosis:
     return Diagnosis(cause=cause, category=CATEGORY_OF[cause], confidence=0.9,
-                     params=PARAMS.get(cause, {}), evidence=(Evidence(1, "gpu check"),),
+                     params=load_spec(cause).example_params(), evidence=(Evidence(1, "gpu check"),),
                      fix="-", rule_id="MR-GPU-CHECK", title=cause, variant=variant,
                      source="gpu_check.log")
 

@@ -282,6 +282,8 @@ def test_a_str_param_reaches_code_only_as_a_literal(template_root: Path, make_di
      "relations: [[a, '>', b]]\n", "defaults do not satisfy"),
     ("params: [\n", "demo.yaml: cannot load"),
     ("- 1\n", "the spec should be a mapping"),
+    ("params:\n  n: {type: int, default: 1}\nexample: {m: 3}\n", "example should map declared"),
+    ("example: [1]\n", "example should map declared"),
 ])
 def test_bad_specs_name_file_and_key(template_root: Path, spec: str, message: str) -> None:
     (template_root / "demo.py.j2").write_text(BODY)

@@ -17,16 +17,14 @@ import pytest
 
 from minrepro.model import Diagnosis, Evidence
 from minrepro.render import imported_modules, load_spec, render_repro, write_script
+from minrepro.taxonomy import CORE_CAUSES
 from minrepro.verify import VerifyResult, verify_script
 
 pytestmark = pytest.mark.slow
 
-PARAMS = {  # values as a log would give them, including ones that must be clamped
-    "position_overflow": {"seq_len": 937, "max_positions": 512},
-    "undetached_loss_list": {"steps": 30, "batch_size": 32},
-    "single_class_labels": {"num_classes": 3},
-    "softmax_overflow": {"seq_len": 100_000, "head_dim": 64},
-}
+#: Each template's `example`: values as a log would give them, including ones that must be
+#: clamped (softmax_overflow's seq_len of 100 000).
+PARAMS = {cause: load_spec(cause).example_params() for cause in CORE_CAUSES}
 CASES = [(cause, variant) for cause in PARAMS for variant in load_spec(cause).variants]
 TIMEOUT = 60.0
 

@@ -18,29 +18,14 @@ import pytest
 
 from minrepro.model import Diagnosis, Evidence
 from minrepro.render import imported_modules, load_spec, render_repro, write_script
-from minrepro.taxonomy import CATEGORY_OF, GPU_ONLY_CAUSES
+from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF, CORE_CAUSES, GPU_ONLY_CAUSES
 from minrepro.verify import VerifyResult, verify_script
 
 pytestmark = pytest.mark.slow
 
-PARAMS: dict[str, dict] = {  # as the dev-corpus logs give them, some needing clamping
-    "cuda_oom": {"requested_bytes": 885_000_000, "capacity_bytes": 15_848_000_000,
-                 "allocated_bytes": 10_415_000_000, "free_bytes": 522_977_000,
-                 "reserved_bytes": 10_898_000_000, "device_index": 0},
-    "allocator_fragmentation": {"requested_bytes": 2_695_000_000, "capacity_bytes": 16_943_000_000,
-                                "allocated_bytes": 6_711_000_000, "free_bytes": 297_207_000,
-                                "reserved_bytes": 14_936_000_000, "device_index": 0},
-    "host_oom_dataloader": {"signal": "Bus error"},
-    "lr_divergence": {"learning_rate": 0.00017682241998246423},
-    "loss_stagnation": {"num_classes": 10, "plateau_loss": 2.3027},
-    "fp16_overflow": {"loss_scale": 2048.0},
-    "overfitting": {},
-    "dtype_mismatch": {"expected_dtype": "float32", "found_dtype": "float64"},
-    "dataloader_bottleneck": {"data_time": 2.388, "batch_time": 2.648},
-    "nccl_timeout": {"timeout_ms": 600_000, "op": "allreduce", "rank": 4},
-    "device_mismatch": {"devices": "cuda:0,cpu"},
-    "cuda_env_mismatch": {"capability": "sm_86"},
-}
+#: Each template's `example` (as the dev-corpus logs give the values, some needing clamping).
+PARAMS = {cause: load_spec(cause).example_params() for cause in ALL_CAUSES
+          if cause not in CORE_CAUSES}
 CASES = [(cause, variant) for cause in PARAMS for variant in load_spec(cause).variants]
 TIMEOUT = 120.0
 
