@@ -9,7 +9,8 @@ trie-shaped `re` pattern over the lower-cased bytes) and picks:
 * each line holding a trigger (an error, an OOM report, a watchdog line, a NaN ...), with
   CONTEXT_BEFORE / CONTEXT_AFTER lines around it (frames, continuation lines, evidence nearby),
 * SAMPLES_PER_BLOCK lines spread evenly through each block, so the metric curves keep their
-  shape (the curve analyzer decimates to a few hundred points anyway).
+  shape (the curve analyzer decimates to a few hundred points anyway); of a line rewritten by
+  '\r' (a progress bar) a sample is its last update, one point as for any other line.
 
 Small logs (under HEAD_BYTES + TAIL_BYTES) are read line by line in full.
 """
@@ -181,7 +182,13 @@ def _spans(block: bytes, hits: list[tuple[int, bool]], full_until: int, full_fro
                 break
             start = _line_start(block, start - 1)
         start = max(start, last_end + 1)
-        after = CONTEXT_AFTER if context else 0
+        if not context:  # a sample, for the curves: one line, and of a progress bar its last state
+            end = _find_or_end(block, b"\n", start)
+            if end > last_end:
+                yield _last_update(block, start, end), end
+                last_end = end
+            continue
+        after = CONTEXT_AFTER
         for _ in range(1 + after + _lines_before(block, start, hit)):
             if start > len(block) or start >= full_from:
                 break
@@ -199,6 +206,13 @@ def _all_spans_between(block: bytes, begin: int, until: int) -> Iterator[tuple[i
         end = _find_or_end(block, b"\n", start)
         yield start, end
         start = end + 1
+
+
+def _last_update(block: bytes, start: int, end: int) -> int:
+    """Where the last non-empty '\r' update of the line block[start:end] starts."""
+    while end > start and block[end - 1] == 0x0D:  # "\r\n" line ends, a bar's final '\r'
+        end -= 1
+    return block.rfind(b"\r", start, end) + 1 or start
 
 
 def _line_start(block: bytes, position: int) -> int:

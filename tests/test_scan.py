@@ -9,7 +9,7 @@ import pytest
 from minrepro.pipeline import diagnose_log, trigger_words
 from minrepro.reader import LogReader
 from minrepro.rulepack import load_rules
-from minrepro.scan import HEAD_BYTES, TAIL_BYTES, LineSelector
+from minrepro.scan import HEAD_BYTES, SAMPLES_PER_BLOCK, TAIL_BYTES, LineSelector
 
 NOISE = "2026-11-29 03:00:00,123 - INFO - data - shard {i} opened, {j} samples, prefetch ok\n"
 METRIC = "{{'loss': {loss:.4f}, 'learning_rate': 5e-05, 'epoch': {e:.2f}}}\n"
@@ -98,3 +98,15 @@ def test_a_line_rewritten_a_million_times_is_thinned(tmp_path: Path) -> None:
     assert len(records) < 5000  # not 300,000 records through the per-line stages
     assert records[-1].text.startswith("RuntimeError: CUDA out of memory")
     assert diagnose_log(path).cause == "cuda_oom"
+
+
+
+def test_a_sampled_progress_bar_gives_its_last_update_only() -> None:
+    """Past the head, a block of progress bars (no trigger) yields samples: one point each."""
+    bar = "".join(f"\r{p}%|##| {p}/100 [00:01<00:09, loss={2.0 - p / 100:.2f}]" for p in range(5))
+    block = ((bar + "\r\n") * 20_000).encode()
+    selector = LineSelector(["out of memory"], use_hyperscan=False)
+    selector.offset = HEAD_BYTES  # this block comes after the head
+    picked = [block[s:e] for s, e in selector.pick(block, total=100 * len(block), final=False)]
+    assert 32 <= len(picked) <= 2 * SAMPLES_PER_BLOCK
+    assert set(picked) == {b"4%|##| 4/100 [00:01<00:09, loss=1.96]\r"}
