@@ -120,7 +120,7 @@ class MetricExtractor:
 
     #: A line holding none of these is no metric line (must match `_may_hold_metrics`).
     TRIGGERS = ("loss", "Loss", "LOSS", "acc", "Acc", "Prec", "it/s", "s/it", "lr", "learning",
-                "val", "norm", "top1", "RAM", "rss")
+                "val", "norm", "top1", "RAM", "rss", "data_time")
 
     def feed(self, line: Line) -> Sequence[MetricRecord]:
         text = line.text
@@ -137,7 +137,7 @@ def _may_hold_metrics(text: str) -> bool:
     return ("loss" in text or "Loss" in text or "LOSS" in text or "acc" in text
             or "Acc" in text or "Prec" in text or "it/s" in text or "s/it" in text
             or "lr" in text or "learning" in text or "val" in text or "norm" in text
-            or "top1" in text or "RAM" in text or "rss" in text)
+            or "top1" in text or "RAM" in text or "rss" in text or "data_time" in text)
 
 
 _EVAL_LINE = re.compile(r"^\W*(?:test set|validation set|val(?:idation)?|eval(?:uation)?|test)\b",
@@ -244,5 +244,7 @@ def _fraction_step(text: str) -> int | None:
 def _is_record(values: dict[str, float], step: int | None) -> bool:
     if any(name not in _SECONDARY for name in values):
         return True
+    if "data_time" in values and "batch_time" in values:
+        return True  # a timing line: `load_data_time: 19.6173, train_step_time: 0.686`
     counted = step is not None or "epoch" in values
     return counted and ("learning_rate" in values or "rss_mb" in values or "memory_mb" in values)
