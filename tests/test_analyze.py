@@ -105,6 +105,28 @@ def test_a_summed_loss_at_a_log_value_is_no_ln_c_plateau() -> None:
     assert "loss_stagnation" not in curve(summed)
 
 
+@pytest.mark.parametrize("level, classes", [
+    (0.6931, 2), (2.3045, 10), (4.60, 100), (6.9079, 1000),  # common counts, within 1-3 %
+    (math.log(37) + 0.0005, 37),  # any count when the level is that close
+    (3.7442, None),  # 0.0065 from ln 42, but the ln(C) lie 0.024 apart there: a coincidence
+    (8.25, None),  # beyond 1000 classes
+])
+def test_which_levels_are_ln_c(level: float, classes: int | None) -> None:
+    from minrepro.analyze.curves import _classes_for
+
+    assert _classes_for(level) == classes
+
+
+def test_accuracy_that_rises_rules_out_stagnation() -> None:
+    """ImageNet with mixup: train loss settles near 3.4 (= ln 30 by chance), top-1 reaches 76 %."""
+    rows = [{"loss": v, "eval_accuracy": a} for v, a in
+            ((6.91, 0.4), (5.2, 20.0), (4.1, 48.0), (3.41, 70.1), (3.398, 75.0), (3.402, 76.2),
+             (3.401, 76.5), (3.399, 76.6))]
+    assert "loss_stagnation" not in curve(rows)
+    stuck = [{**row, "eval_accuracy": 0.1} for row in rows]
+    assert "loss_stagnation" in curve(stuck)
+
+
 def test_memory_rising_until_the_end_is_a_leak_and_explains_the_oom() -> None:
     rows = [{"memory_mb": 5000.0, "loss": 1.0}] * 5
     rows += [{"memory_mb": 5000.0 + 900 * i, "loss": 1.0} for i in range(1, 8)]

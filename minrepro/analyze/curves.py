@@ -25,6 +25,7 @@ FLAT_TOLERANCE = 0.02  # relative range under which a loss curve is flat
 #: commonly shows 0.5-0.6 on a healthy run).
 DATA_SHARE = 0.65
 LN_C_TOLERANCE = 0.01  # relative distance from ln(C) that counts as "at ln C"
+COMMON_CLASS_COUNTS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 21, 80, 81, 91, 100, 200, 365, 1000)
 
 
 def _evidence(points: list[Point], limit: int = 4) -> tuple[Evidence, ...]:
@@ -113,6 +114,8 @@ class CurveAnalyzer:
                         params=self._lr_at(points[0].line))
 
     def _stagnation(self) -> Finding | None:
+        if self._accuracy_rose():
+            return None  # a model guessing uniformly does not gain accuracy
         train = self.series["loss"].points()
         falling = len(train) >= 3 and train[-1].value < 0.9 * train[0].value
         for name in ("loss", "eval_loss"):
@@ -135,10 +138,22 @@ class CurveAnalyzer:
             classes = _classes_for(level) if ln_c else None
             if classes:
                 params["num_classes"] = classes
-            score = 0.75 if classes and plateau is not None else 0.65 if classes else 0.55
+            score = 0.75 if classes and plateau is not None else 0.65 if classes else 0.45
             return _finding("loss_stagnation", "convergence", score, [points[0], points[-1]],
                             params=params)
         return None
+
+    def _accuracy_rose(self) -> bool:
+        """Accuracy (train or held-out) up by ten points or more: the mean of its last third
+        against that of its first (per-batch accuracy is noisy)."""
+        for name in ("accuracy", "eval_accuracy"):
+            values = self.series[name].values()
+            if len(values) >= 2:
+                third = max(1, len(values) // 3)
+                scale = 100.0 if max(values) > 1.0 else 1.0
+                if _mean(values[-third:]) - _mean(values[:third]) >= 0.1 * scale:
+                    return True
+        return False
 
     def _collapse(self) -> Finding | None:
         loss = self.series["loss"].points()
@@ -321,17 +336,22 @@ def _settled_at_ln_c(points: list[Point]) -> float | None:
     quartiles = statistics.quantiles(tail, n=4) if len(tail) >= 4 else [min(tail), 0, max(tail)]
     if level <= 0.05 or (quartiles[2] - quartiles[0]) / level > 0.05:
         return None
-    classes = round(math.exp(level)) if level < math.log(1001) else 0
-    if classes >= 2 and abs(math.log(classes) - level) <= 0.03 * level:
-        return level
-    return None
+    return level if _classes_for(level) else None
 
 
 def _classes_for(plateau: float) -> int | None:
-    """C such that the plateau is ln(C): the loss of uniform guessing over C classes."""
-    if plateau > math.log(1001):
+    """C such that the plateau is ln(C): the loss of uniform guessing over C classes.
+
+    Between 10 and 1000 classes the ln(C) lie close together (ln 42 - ln 41 = 0.024), so some
+    ln(C) is near any level: a common class count (CIFAR-100, COCO, ImageNet ...) is taken
+    within 1 %, any other count only within a tenth of the gap to the next one."""
+    if not 0 < plateau <= math.log(1001):
         return None  # beyond a classifier's class count (a vocabulary-sized plateau)
+    common = min(COMMON_CLASS_COUNTS, key=lambda c: abs(math.log(c) - plateau))
+    tolerance = (3 if common <= 10 else 1) * LN_C_TOLERANCE * plateau
+    if abs(math.log(common) - plateau) <= tolerance:
+        return common
     classes = round(math.exp(plateau))
-    if classes >= 2 and abs(math.log(classes) - plateau) <= 3 * LN_C_TOLERANCE * plateau:
+    if classes > 10 and abs(math.log(classes) - plateau) <= 0.1 * math.log1p(1 / classes):
         return classes
     return None
