@@ -117,6 +117,13 @@ def test_which_levels_are_ln_c(level: float, classes: int | None) -> None:
     assert _classes_for(level) == classes
 
 
+def test_an_eval_loss_of_exactly_ln_c_is_uniform_output() -> None:
+    exact = curve([{"eval_loss": 1.386294308898901, "eval_accuracy": 0.283}])
+    near = curve([{"eval_loss": 1.3791, "eval_accuracy": 0.283}])
+    assert exact["loss_stagnation"].score == 0.6 and near["loss_stagnation"].score == 0.45
+    assert dict(exact["loss_stagnation"].params)["num_classes"] == 4
+
+
 def test_accuracy_that_rises_rules_out_stagnation() -> None:
     """ImageNet with mixup: train loss settles near 3.4 (= ln 30 by chance), top-1 reaches 76 %."""
     rows = [{"loss": v, "eval_accuracy": a} for v, a in

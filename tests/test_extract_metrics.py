@@ -81,6 +81,10 @@ CASES = [
     ("host_rss", "2024-08-19 02:14:58 [INFO] train: step   400 | loss 5.7882 | imgs/s 4020 | "
      "main+workers RSS 54.4 GiB | MemAvailable 188.1 GiB", {"rss_mb": 54.4 * 1024}, 400),
     ("val_passthrough", "val_f1: 0.81 val_auc=0.93", {"eval_f1": 0.81, "eval_auc": 0.93}, None),
+    ("iter_loss",  # a ViT-on-ImageNet issue's log
+     "INFO: Epoch : 1/20 - Iter : 6527/6672 - Iter loss : 6.9443 - Iter acc: 0.0052 - "
+     "Num correct: 1",
+     {"loss": 6.9443, "accuracy": 0.0052, "epoch": 1.0}, 6527),
     ("timing_only",  # a data-loading stall reported without a loss (a GitHub issue's log)
      "load_data_time: 19.6173, train_step_time: 0.686", {"data_time": 19.6173,
                                                           "batch_time": 0.686}, None),

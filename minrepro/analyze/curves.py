@@ -128,8 +128,12 @@ class CurveAnalyzer:
             level = plateau if plateau is not None else settled
             final_classes = _classes_for(points[-1].value) if points and ln_c else None
             if level is None and final_classes:
-                # Ending exactly at ln(C) is the loss of uniform guessing: a weak sign alone.
-                return _finding("loss_stagnation", "convergence", 0.45, [points[-1]],
+                # Ending at ln(C) is the loss of uniform guessing: a weak sign alone, unless the
+                # value is ln(C) to four decimals (eval_loss = 1.386294 for four choices): the
+                # model's output is exactly uniform.
+                exact = abs(points[-1].value - math.log(final_classes)) <= 2e-4
+                return _finding("loss_stagnation", "convergence", 0.6 if exact else 0.45,
+                                [points[-1]],
                                 params={"plateau_loss": round(points[-1].value, 4),
                                         "num_classes": final_classes})
             if level is None:
@@ -345,7 +349,7 @@ def _classes_for(plateau: float) -> int | None:
     Between 10 and 1000 classes the ln(C) lie close together (ln 42 - ln 41 = 0.024), so some
     ln(C) is near any level: a common class count (CIFAR-100, COCO, ImageNet ...) is taken
     within 1 %, any other count only within a tenth of the gap to the next one."""
-    if not 0 < plateau <= math.log(1001):
+    if not 0 < plateau <= math.log(1000) * (1 + LN_C_TOLERANCE):
         return None  # beyond a classifier's class count (a vocabulary-sized plateau)
     common = min(COMMON_CLASS_COUNTS, key=lambda c: abs(math.log(c) - plateau))
     tolerance = (3 if common <= 10 else 1) * LN_C_TOLERANCE * plateau

@@ -17,11 +17,13 @@ every 200 steps shows one step's times, the average covers all of them.
 
 Name normalisation (lower-cased, ' ', '/', '-' -> '_'):
   loss           loss, train_loss, training_loss, total_loss, loss_total, closs, lm_loss, tr_loss,
-                 reduced_train_loss, train_loss_step, avg_loss, loss_avg, train_lm_loss
+                 reduced_train_loss, train_loss_step, avg_loss, loss_avg, train_lm_loss,
+                 iter_loss, batch_loss, step_loss, running_loss
   eval_loss      eval_loss, val_loss, valid_loss, validation_loss, test_loss
   learning_rate  lr, learning_rate, current_lr, cur_lr, lr_adam, lr_adamw, lr_sgd
   grad_norm      grad_norm, gnorm, gradient_norm, total_norm
-  accuracy       acc, accuracy, train_acc, train_accuracy, acc1, acc@1, prec@1, top1, top1_acc
+  accuracy       acc, accuracy, train_acc, train_accuracy, acc1, acc@1, prec@1, top1, top1_acc,
+                 iter_acc, batch_acc
   eval_*         eval_X / val_X / valid_X / validation_X / test_X -> 'eval_' + normalised X
   epoch          epoch;   throughput  tqdm it/s (s/it -> 1/x)
   data_time      data, data_time;   batch_time  time, batch_time, iter_time, step_time (ms -> s)
@@ -47,12 +49,13 @@ _ALIASES: dict[str, str] = {
     **dict.fromkeys(("loss", "cost", "train_cost", "train_loss", "training_loss", "total_loss",
                      "loss_total", "closs",
                      "lm_loss", "tr_loss", "reduced_train_loss", "train_loss_step", "avg_loss",
-                     "loss_avg", "train_lm_loss"), "loss"),
+                     "loss_avg", "train_lm_loss", "iter_loss", "batch_loss", "step_loss",
+                     "running_loss"), "loss"),
     **dict.fromkeys(("lr", "learning_rate", "current_lr", "cur_lr", "lr_adam", "lr_adamw",
                      "lr_sgd"), "learning_rate"),
     **dict.fromkeys(("grad_norm", "gnorm", "gradient_norm", "total_norm"), "grad_norm"),
     **dict.fromkeys(("acc", "accuracy", "train_acc", "train_accuracy", "acc1", "acc@1",
-                     "prec@1", "top1", "top1_acc"), "accuracy"),
+                     "prec@1", "top1", "top1_acc", "iter_acc", "batch_acc"), "accuracy"),
     "epoch": "epoch",
     **dict.fromkeys(("data", "data_time", "dataloadingtime", "data_loading_time",
                      "load_data_time", "data_load_time", "dataload_time"), "data_time"),
