@@ -57,7 +57,9 @@ def decide(findings: Iterable[Finding], rules: Sequence[Rule], context: Context)
 def _undiagnosed(merged: list[Finding], alternatives: tuple[Alternative, ...],
                  context: Context) -> Diagnosis:
     if context.tracebacks:
-        seen = f"the log ends in {context.tracebacks[-1][2]}"
+        headline = context.tracebacks[-1][2].strip(": ")
+        seen = (f"the log ends in {headline}" if headline
+                else "the log ends in a traceback cut off before its exception line")
     elif merged:
         seen = f"only weak signs of {merged[0].cause} (confidence {merged[0].score:.2f})"
     else:

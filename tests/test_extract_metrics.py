@@ -159,3 +159,36 @@ def test_not_metrics(text: str) -> None:
 ])
 def test_normalise(name: str, expected: str | None) -> None:
     assert normalise(name) == expected
+
+
+def _records(lines: list[str]) -> list:
+    from minrepro.extract.metrics import MetricExtractor
+
+    extractor = MetricExtractor()
+    return [r for n, text in enumerate(lines, 1) for r in extractor.feed(Line(n, text))]
+
+
+def test_a_markdown_table_of_epochs() -> None:
+    """A CenterNet issue's table: one record a row, named by the header."""
+    records = _records(["When I train, val loss becomes larger and larger", "",
+                        "| epoch | train loss | val loss |", "| :------| ------: | :------: |",
+                        "| 5 | 2.24 | 2.89 |", "| 10 | 1.86 | 2.88 |", "| 15 | 1.77 | 2.90 |",
+                        "This is even more severe on my own task."])
+    assert [(r.get("epoch"), r.get("loss"), r.get("eval_loss")) for r in records] == [
+        (5.0, 2.24, 2.89), (10.0, 1.86, 2.88), (15.0, 1.77, 2.90)]
+
+
+def test_a_whitespace_table_with_steps_and_percentages() -> None:
+    records = _records(["step    loss    val_acc", "100     2.30    10.2%", "200     2.31    9.8%",
+                        "step 300 done"])
+    assert [(r.step, r.get("loss"), r.get("eval_accuracy")) for r in records] == [
+        (100, 2.30, 10.2), (200, 2.31, 9.8)]
+
+
+@pytest.mark.parametrize("header, lines", [
+    ("| Name | Type | Params |", []),  # Lightning's model summary
+    ("step 100 | loss 2.31 | lr 1e-4", [1]),  # a metric line itself, not a header
+    ("| epoch | comment |", []),  # one known column is no metrics table
+])
+def test_not_table_headers(header: str, lines: list[int]) -> None:
+    assert [r.line for r in _records([header, "| 1 | 2 | 3 |", "| 4 | 5 | 6 |"])] == lines

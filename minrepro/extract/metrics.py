@@ -32,6 +32,8 @@ Name normalisation (lower-cased, ' ', '/', '-' -> '_'):
   rss_mb         host memory: rss, host_rss (G/GiB -> x1024)
   loss_scale     loss_scale, loss scale
   other names containing 'loss' pass through unchanged (cls_loss, loss_bbox, kl_loss).
+  tables         a header of metric names (`| epoch | train loss | val loss |`, or columns set
+                 apart by tabs or 2+ spaces), then rows of numbers, one record a row
   step (MetricRecord.step, not a value): step, global_step, iter, iteration, it, num_updates,
                  or else tqdm's count (`| 40/1849 [`), or else the first 'N/M' that is not an
                  epoch counter ([1480/1504], 1875/1875).
@@ -98,6 +100,11 @@ _TIME_AVERAGE = re.compile(rf"(?i)\b(?P<key>data|data_time|time|batch_time)\s*[:
                            rf"\s*\((?P<avg>{FLOAT})\)")
 _TOTAL_EVAL_LOSS = re.compile(r"(?:total_)?(?:val|valid|validation|eval|test)_(?:total_)?loss")
 _NOT_METRICS = ("Namespace(", "Arguments(", "Config(", "argparse")
+#: Tables (`| epoch | train loss | val loss |` then rows of numbers): cells and their values.
+_COLUMN_GAP = re.compile(r"\t+|\s{2,}")
+_NUMBER_TOKEN = re.compile(rf"(?<![\w.]){FLOAT}(?![\w.])")
+_CELL_NUMBER = re.compile(rf"({FLOAT})\s*%?")
+_RULE_CELL = re.compile(r":?-{2,}:?")
 
 
 def normalise(key: str) -> str | None:
@@ -125,15 +132,85 @@ class MetricExtractor:
     TRIGGERS = ("loss", "Loss", "LOSS", "acc", "Acc", "Prec", "it/s", "s/it", "lr", "learning",
                 "val", "norm", "top1", "RAM", "rss", "data_time")
 
+    def __init__(self) -> None:
+        self._columns: list[str | None] | None = None  # inside a table: its column names
+
+    @property
+    def idle(self) -> bool:
+        """False inside a table: its rows hold numbers only, none of the TRIGGERS."""
+        return self._columns is None
+
     def feed(self, line: Line) -> Sequence[MetricRecord]:
         text = line.text
+        if self._columns is not None:
+            row = _table_row(text, self._columns, line)
+            if row is not None:
+                return row
+            self._columns = None  # the table ended
         if not _may_hold_metrics(text):
+            return ()
+        columns = _table_header(text)
+        if columns is not None:
+            self._columns = columns
             return ()
         record = parse_metrics(text, line)
         return () if record is None else (record,)
 
     def close(self) -> Sequence[MetricRecord]:
         return ()
+
+
+def _cells(text: str) -> list[str]:
+    text = text.strip()
+    if "|" in text:
+        return [cell.strip() for cell in text.strip("|").split("|")]
+    return [cell for cell in _COLUMN_GAP.split(text) if cell]
+
+
+def _table_header(text: str) -> list[str | None] | None:
+    """Column names -> normalised metric names (None for other columns), when `text` is the
+    header of a table: two or more named columns, no numbers, at least one a metric."""
+    cells = _cells(text)
+    if len(cells) < 2 or len(cells) > _MAX_VALUES or any(
+            _NUMBER_TOKEN.search(cell) for cell in cells):
+        return None
+    names = [_column_name(cell) for cell in cells]
+    known = [name for name in names if name is not None]
+    if len(known) < 2 or not any(name not in ("step", "epoch") for name in known):
+        return None
+    return names
+
+
+def _column_name(cell: str) -> str | None:
+    key = cell.strip().lower().replace(" ", "_")
+    if key in _STEP_KEYS:
+        return "step"
+    return normalise(cell) if cell else None
+
+
+def _table_row(text: str, columns: list[str | None], line: Line
+               ) -> Sequence[MetricRecord] | None:
+    """() for a markdown rule (|---|---|), records for a row of numbers under the header,
+    None when the line is neither (the table has ended)."""
+    cells = _cells(text)
+    if cells and all(_RULE_CELL.fullmatch(cell) for cell in cells):
+        return ()
+    if len(cells) != len(columns):
+        return None
+    values: dict[str, float] = {}
+    step = None
+    for name, cell in zip(columns, cells, strict=True):
+        number = _CELL_NUMBER.fullmatch(cell)
+        if number is None:
+            return None
+        if name == "step":
+            step = int(float(number[1]))
+        elif name is not None:
+            values.setdefault(name, float(number[1]))
+    if not _is_record(values, step):
+        return ()
+    return (MetricRecord(line=line.number, values=tuple(values.items()), step=step,
+                         rank=line.rank),)
 
 
 def _may_hold_metrics(text: str) -> bool:
