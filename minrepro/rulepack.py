@@ -28,26 +28,19 @@ should be a number in 0..1`.
 
 from __future__ import annotations
 
-import json
 import re
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from minrepro import rulefiles
 from minrepro.errors import RulePackError, shown_path
+from minrepro.rulefiles import BUILTIN_DIR
 from minrepro.taxonomy import CATEGORY_OF
 
 if TYPE_CHECKING:
     import regex
-
-BUILTIN_DIR = Path(__file__).parent / "rules"
-#: The built-in YAML files, parsed, with a fingerprint of their bytes (`python -m
-#: minrepro.rulepack --freeze` writes it). Start-up reads it instead of importing and running
-#: the YAML parser; where the fingerprint no longer matches the files, the YAML is read.
-FROZEN = BUILTIN_DIR / "frozen.json"
 
 PARAM_TYPES = ("int", "float", "bytes", "duration_ms", "str")
 ROLES = ("primary", "support", "against")
@@ -57,8 +50,6 @@ _RULE_KEYS = {"id", "cause", "category", "title", "explanation", "fix", "referen
 _SIGNAL_KEYS = {"name", "pattern", "hint", "requires", "weight", "role", "severity", "within",
                 "variant", "ignore_case"}
 _REQUIRED = ("id", "cause", "category", "title", "explanation", "fix", "signals")
-MAX_RULE_FILE_BYTES = 1 << 20
-MAX_NESTING = 50
 _ID = re.compile(r"MR-(?:MEM|CONV|SPD|PREC|ENV|USR)-\d{3}")
 
 
@@ -251,60 +242,7 @@ class _Checker:
 
 
 def load_rule_file(path: Path, *, eager: bool = True) -> Rule:
-    return _Checker(path, _read_rule_file(path), eager=eager).rule()
-
-
-def _read_rule_file(path: Path) -> Any:
-    """The file's YAML, parsed safely, refusing what could hurt the parser or hide a mistake."""
-    import yaml  # here, not at the top: start-up reads the frozen built-in rules instead
-
-    name = shown_path(path.name)
-    try:
-        if path.stat().st_size > MAX_RULE_FILE_BYTES:
-            raise RulePackError(f"{name}: rule file larger than {MAX_RULE_FILE_BYTES} bytes")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise RulePackError(f"{name}: cannot read rule file ({_first_line(err)})") from None
-    if _nesting(text) > MAX_NESTING:  # libyaml recurses per level and can overflow the stack
-        raise RulePackError(f"{name}: nested deeper than {MAX_NESTING} levels")
-    try:
-        return yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 - a safe loader
-    except yaml.YAMLError as err:
-        raise RulePackError(f"{name}: invalid YAML ({_first_line(err)})") from None
-    except RecursionError:
-        raise RulePackError(f"{name}: nested too deeply") from None
-
-
-def _nesting(text: str) -> int:
-    """The deepest bracket nesting in flow style (block style is bounded by indentation)."""
-    depth = deepest = 0
-    for char in text:
-        if char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth = max(depth - 1, 0)
-    return deepest
-
-
-@cache
-def _unique_key_loader() -> type:
-    """The safe loader (libyaml's where available: as safe as yaml.safe_load, 10x faster),
-    refusing a key written twice in one mapping (YAML would keep the last)."""
-    import yaml
-
-    class UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-        def construct_mapping(self, node, deep=False):  # noqa: ANN001, ANN201
-            keys = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=deep)
-                if isinstance(key, str) and key in keys:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key!r}", key_node.start_mark)
-                keys.add(key if isinstance(key, str) else id(key_node))
-            return super().construct_mapping(node, deep=deep)
-
-    return UniqueKeyLoader
+    return _Checker(path, rulefiles.read_rule_file(path), eager=eager).rule()
 
 
 def load_rules(extra_dirs: Iterable[str | Path] = (), *, eager: bool = False
@@ -333,8 +271,8 @@ def load_rules(extra_dirs: Iterable[str | Path] = (), *, eager: bool = False
 def _load_dir(directory: Path, *, eager: bool) -> tuple[Rule, ...]:
     if not directory.is_dir():
         raise RulePackError(f"{shown_path(directory)}: rule directory not found")
-    return _checked(((path, _read_rule_file(path)) for path in _rule_files(directory)),
-                    eager=eager)
+    return _checked(((path, rulefiles.read_rule_file(path))
+                     for path in rulefiles.rule_files(directory)), eager=eager)
 
 
 def _checked(parsed: Iterable[tuple[Path, Any]], *, eager: bool = False) -> tuple[Rule, ...]:
@@ -349,45 +287,19 @@ def _checked(parsed: Iterable[tuple[Path, Any]], *, eager: bool = False) -> tupl
     return tuple(rules)
 
 
-def _rule_files(directory: Path) -> list[Path]:
-    return sorted(directory.rglob("*.yaml"))
-
-
-def _fingerprint(paths: Iterable[Path]) -> str:
-    """Names, sizes and CRC-32s of the files: enough to notice an edit (zlib loads faster than
-    hashlib, and nothing here needs a cryptographic hash: the files sit beside the code)."""
-    return ";".join(f"{path.relative_to(BUILTIN_DIR).as_posix()}:{len(data)}:{zlib.crc32(data):08x}"
-                    for path in paths for data in (path.read_bytes(),))
-
-
 def _frozen_rules() -> tuple[Rule, ...] | None:
-    """The built-in rules from FROZEN, checked as the YAML would be; None where it is missing,
-    unreadable or older than the YAML files."""
-    try:
-        frozen = json.loads(FROZEN.read_text(encoding="utf-8"))
-        paths = _rule_files(BUILTIN_DIR)
-        if frozen.get("fingerprint") != _fingerprint(paths):
-            return None
-        parsed = [(BUILTIN_DIR / name, data) for name, data in frozen["rules"]]
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        return None
-    return _checked(parsed)
+    """The built-in rules from the frozen copy, checked as the YAML would be (None: no
+    usable copy, read the YAML)."""
+    parsed = rulefiles.frozen_builtin()
+    return None if parsed is None else _checked(parsed)
 
 
 def freeze() -> str:
-    """Parse the built-in YAML files (checking them in full) and write FROZEN; says what it did."""
-    paths = _rule_files(BUILTIN_DIR)
-    parsed = [(path, _read_rule_file(path)) for path in paths]
+    """Parse the built-in YAML (checking it in full) and write the frozen copy; says so."""
+    paths = rulefiles.rule_files(BUILTIN_DIR)
+    parsed = [(path, rulefiles.read_rule_file(path)) for path in paths]
     _checked(parsed, eager=True)
-    frozen = {"fingerprint": _fingerprint(paths),
-              "rules": [[path.relative_to(BUILTIN_DIR).as_posix(), data] for path, data in parsed]}
-    text = json.dumps(frozen, ensure_ascii=False, indent=0) + "\n"
-    FROZEN.write_text(text, encoding="utf-8")
-    return f"{shown_path(FROZEN)}: {len(parsed)} rule files"
-
-
-def _first_line(err: Exception) -> str:
-    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return rulefiles.write_frozen(parsed)
 
 
 def list_rules(rules: Iterable[Rule]) -> str:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minrepro import rulepack
+from minrepro import rulefiles, rulepack
 from minrepro.errors import RulePackError
 from minrepro.matcher import RuleMatcher
 from minrepro.model import Line
@@ -142,7 +142,7 @@ def test_a_stale_or_broken_frozen_file_falls_back_to_the_yaml(
     expected = load_rules()
     frozen = tmp_path / "frozen.json"
     frozen.write_text(content)
-    monkeypatch.setattr(rulepack, "FROZEN", frozen)
+    monkeypatch.setattr(rulefiles, "FROZEN", frozen)
     assert rulepack._frozen_rules() is None
     assert load_rules() == expected
     frozen.unlink()
@@ -150,7 +150,7 @@ def test_a_stale_or_broken_frozen_file_falls_back_to_the_yaml(
 
 
 def test_freeze_writes_a_file_that_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rulepack, "FROZEN", tmp_path / "frozen.json")
+    monkeypatch.setattr(rulefiles, "FROZEN", tmp_path / "frozen.json")
     assert "16 rule files" in rulepack.freeze()
     assert rulepack._frozen_rules() == load_rules()
 
