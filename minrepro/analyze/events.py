@@ -16,7 +16,7 @@ from minrepro.model import (
 #: Reserved-but-unallocated memory this large a share of the reserved pool is fragmentation.
 FRAGMENTED_SHARE = 0.25
 #: ... or at least this share when it could serve the request twice over.
-SOME_SHARE = 0.15
+SOME_SHARE = 0.2
 #: Dynamic loss scaling halves a few times at start-up; this many reductions is not that.
 MANY_REDUCTIONS = 8
 
