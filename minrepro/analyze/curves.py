@@ -231,6 +231,11 @@ class CurveAnalyzer:
             mean_data = _mean(p.value for p in data[1:])
             mean_batch = _mean(p.value for p in batch[1:])
             evidence = data[:3]
+        elif len(data) == 2 == len(batch) and all(
+                d.value >= DATA_SHARE * b.value > 0 for d, b in zip(data, batch, strict=True)):
+            # Two records, both mostly waiting: the first is not a lone start-up stall.
+            mean_data, mean_batch = _mean(p.value for p in data), _mean(p.value for p in batch)
+            evidence = data
         else:
             return None
         share = mean_data / mean_batch if mean_batch > 0 else 0.0

@@ -15,8 +15,10 @@ from minrepro.model import (
 
 #: Reserved-but-unallocated memory this large a share of the reserved pool is fragmentation.
 FRAGMENTED_SHARE = 0.25
-#: ... or at least this share when it could serve the request twice over.
-SOME_SHARE = 0.2
+#: ... or at least this share when it could serve the request twice over and is a GiB or
+#: more (a few hundred MiB of split blocks is ordinary slack on a full card).
+SOME_SHARE = 0.15
+SOME_BYTES = 1 << 30
 #: Dynamic loss scaling halves a few times at start-up; this many reductions is not that.
 MANY_REDUCTIONS = 8
 
@@ -72,7 +74,8 @@ def is_fragmented(report: OomReport) -> bool:
         unallocated = reserved - allocated
     share = unallocated / reserved if reserved else 0.0
     return unallocated >= requested and (
-        share >= FRAGMENTED_SHARE or (share >= SOME_SHARE and unallocated >= 2 * requested))
+        share >= FRAGMENTED_SHARE
+        or (share >= SOME_SHARE and unallocated >= max(2 * requested, SOME_BYTES)))
 
 
 class LossScaleAnalyzer:

@@ -83,7 +83,7 @@ _MULTIWORD = ("max mem|lm loss|learning rate|grad norm|loss scale|val loss|eval 
 #: `key: value`, `key=value`, `key value`; the value must end the token (not `0.23.ckpt`,
 #: `1:52:15`, `4846/12331`, `2017-06`).
 _PAIR = re.compile(
-    rf"(?:^|(?<=[\s,|{{(\[;，>]))(?P<key>(?i:{_MULTIWORD})|[A-Za-z][\w@/\-]*?)"
+    rf"(?:^|(?<=[\s,|{{(\[;，。、>]))(?P<key>(?i:{_MULTIWORD})|[A-Za-z][\w@/\-]*?)"
     rf"\s*(?:[:=：]\s*|\s+)\[?{_VALUE}(?:\s?(?P<unit>ms|MiB|MB|GiB|GB)\b|(?P<letter>[smMG%]))?"
     r"(?!\.?[\w/\-]|:\d)")
 _DICT_PAIR = re.compile(rf"['\"](?P<key>[^'\"]{{1,60}})['\"]\s*[:：]\s*['\"]?{_VALUE}['\"]?")
