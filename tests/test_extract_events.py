@@ -135,3 +135,12 @@ def test_worker_killed(text: str, expected: WorkerKilled) -> None:
 def test_repeated_shm_errors_are_one_event() -> None:
     rows = [WORKERS[4][0]] * 3  # corpus host_oom_dataloader__01.log prints it three times
     assert len(feed_all(WorkerKilledExtractor(), rows)) == 1
+
+
+def test_a_worker_kill_typed_by_hand_still_counts() -> None:
+    """An issue title: 'Dataloader' and 'signaled' as the user typed them."""
+    from minrepro.extract.events import WorkerKilledExtractor
+
+    text = "RuntimeError: Dataloader worker (pid 15623) is killed by signaled: Killed"
+    events = WorkerKilledExtractor().feed(Line(1, text))
+    assert [(e.pid, e.signal) for e in events] == [(15623, "Killed")]

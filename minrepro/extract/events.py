@@ -176,7 +176,7 @@ def _barrier(text: str, line: Line) -> NcclTimeout:
 
 # --- DataLoader workers ---------------------------------------------------------------------
 
-_KILLED = re.compile(r"DataLoader worker \(pid (\d+)\) is killed by signal: ([^.]+)")
+_KILLED = re.compile(r"(?i:DataLoader) worker \(pid (\d+)\) is killed by signal(?:ed)?: ([^.]+)")
 _EXITED = re.compile(r"DataLoader worker \(pid\(?s?\)? ?([\d, ]*)\) exited unexpectedly")
 _IN_WORKER = re.compile(r"Unexpected (bus error|segmentation fault|floating-point exception)"
                         r" encountered in worker")
@@ -187,14 +187,14 @@ _SIGNAL_NAME = {"bus error": "Bus error", "segmentation fault": "Segmentation fa
 class WorkerKilledExtractor:
     """DataLoader worker deaths (signal, unexpected exit, shm bus error) -> WorkerKilled."""
 
-    TRIGGERS = ("DataLoader worker", "in worker")
+    TRIGGERS = ("DataLoader worker", "Dataloader worker", "in worker")
 
     def __init__(self) -> None:
         self._seen = _Seen()
 
     def feed(self, line: Line) -> Sequence[WorkerKilled]:
         text = line.text
-        if "DataLoader worker" not in text and "in worker" not in text:
+        if not ("ataLoader worker" in text or "ataloader worker" in text or "in worker" in text):
             return ()
         event = _worker_event(text, line)
         if event is None or not self._seen.first_time((event.signal, event.pid, event.rank)):
