@@ -27,6 +27,7 @@ def curve(rows: list[dict[str, float]]) -> dict[str, object]:
     (1.86, 24.58, 5.08, True),  # torch <= 1.3 "5.08 GiB cached" is the free part
     (7.00, 6.00, 9.00, False),  # unallocated smaller than the request
     (0.086, 3.76, 4.49, False),  # 16 % of a full 6 GiB card: 0.73 GiB of slack, not a GiB
+    (1.67, 0.2405, 1.91, True),  # unallocated equals the request up to the message's rounding
 ])
 def test_fragmentation_arithmetic(requested, allocated, reserved, fragmented) -> None:
     report = OomReport(line=1, requested_bytes=int(requested * GIB),

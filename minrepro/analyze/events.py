@@ -73,7 +73,8 @@ def is_fragmented(report: OomReport) -> bool:
     else:
         unallocated = reserved - allocated
     share = unallocated / reserved if reserved else 0.0
-    return unallocated >= requested and (
+    # The message rounds to two decimals: 1.67 GiB unallocated "equals" a 1.67 GiB request.
+    return unallocated >= 0.98 * requested and (
         share >= FRAGMENTED_SHARE
         or (share >= SOME_SHARE and unallocated >= max(2 * requested, SOME_BYTES)))
 
