@@ -11,8 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-_Trie = dict[str, "_Trie"]
-_END = ""
+from minrepro.literals import trie_pattern
 
 
 def _minimal(words: Iterable[str]) -> list[str]:
@@ -21,21 +20,6 @@ def _minimal(words: Iterable[str]) -> list[str]:
     return [w for w in unique if not any(o != w and o in w for o in unique)]
 
 
-def _pattern(node: _Trie) -> str:
-    branches = [re.escape(char) + _pattern(child)
-                for char, child in sorted(node.items()) if char != _END]
-    if not branches:
-        return ""
-    body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-    return f"(?:{body})?" if _END in node else body
-
-
 def trigger_search(words: Iterable[str]) -> Callable[[str], re.Match[str] | None]:
     """The `search` of a regex matching any of `words` (never matching when there are none)."""
-    trie: _Trie = {}
-    for word in _minimal(w for w in words if w):
-        node = trie
-        for char in word:
-            node = node.setdefault(char, {})
-        node[_END] = {}
-    return re.compile(_pattern(trie) if trie else r"(?!)").search
+    return re.compile(trie_pattern(_minimal(w for w in words if w))).search
