@@ -170,9 +170,10 @@ def _cells(text: str) -> list[str]:
 def _table_header(text: str) -> list[str | None] | None:
     """Column names -> normalised metric names (None for other columns), when `text` is the
     header of a table: two or more named columns, no numbers, at least one a metric."""
+    if _NUMBER_TOKEN.search(text):  # every metric line has numbers: no split for those
+        return None
     cells = _cells(text)
-    if len(cells) < 2 or len(cells) > _MAX_VALUES or any(
-            _NUMBER_TOKEN.search(cell) for cell in cells):
+    if len(cells) < 2 or len(cells) > _MAX_VALUES:
         return None
     names = [_column_name(cell) for cell in cells]
     known = [name for name in names if name is not None]
