@@ -98,7 +98,7 @@ def main() -> int:
     if not shutil.which("grep"):
         print("bench: grep not found", file=sys.stderr)
         return 2
-    from minrepro.scan import hyperscan_module
+    from minrepro.diagnose.scan import hyperscan_module
 
     engine = "hyperscan" if hyperscan_module() else "re"
     print(f"machine: {machine()}; scan engine: {engine}")

@@ -38,9 +38,9 @@ RulesOpt = Annotated[list[Path] | None, typer.Option(
 
 
 def _diagnose(log: str, rules: list[Path] | None = None, *, progress: bool = False) -> Diagnosis:
-    from minrepro.pipeline import diagnose_log
-    from minrepro.progress import progress_for
-    from minrepro.reader import LogReader
+    from minrepro.diagnose.pipeline import diagnose_log
+    from minrepro.output.progress import progress_for
+    from minrepro.diagnose.reader import LogReader
 
     reader = LogReader(log)
     with progress_for(reader, enabled=progress):
@@ -57,7 +57,8 @@ def diagnose(log: LogArg, json_: Annotated[bool, typer.Option(
         "--json", help="Print the diagnosis as one JSON object.")] = False,
              rules: RulesOpt = None) -> None:
     """Say what went wrong in LOG: cause, evidence lines, values, fix. Exit 0/1/2."""
-    from minrepro.output import diagnosis_to_json, diagnosis_to_text
+    from minrepro.output.contract import diagnosis_to_json
+    from minrepro.output.text import diagnosis_to_text
 
     diagnosis = _diagnose(log, rules, progress=not json_)
     if json_:
@@ -77,7 +78,7 @@ def repro(log: LogArg,
               "--verify", help="Run the script and report whether it reproduces.")] = False,
           rules: RulesOpt = None) -> None:
     """Write a standalone repro script for the cause diagnosed in LOG."""
-    from minrepro.render import render_repro, write_script
+    from minrepro.repro.render import render_repro, write_script
 
     diagnosis = _diagnose(log, rules)
     _echo_warnings(diagnosis)
@@ -96,7 +97,7 @@ def repro(log: LogArg,
 
 
 def _verify_text(text: str, written: Path | None) -> None:
-    from minrepro.verify import verify_script
+    from minrepro.repro.verify import verify_script
 
     if written is not None:
         result = verify_script(written)
@@ -121,7 +122,7 @@ def verify(script: Annotated[Path, typer.Argument(help="A repro script written b
     Exit 0 when the outcome is the expected one (reproduced; with --fixed, not reproduced),
     1 when it is the other one, 125 when it cannot be tested here, 2 on an error.
     """
-    from minrepro.verify import verify_script
+    from minrepro.repro.verify import verify_script
 
     if not script.is_file():
         raise typer.BadParameter(f"{script}: no such file", param_hint="SCRIPT")
@@ -145,13 +146,13 @@ def report(log: LogArg,
                help="Mask home paths, user and host names, IPs.")] = True,
            rules: RulesOpt = None) -> None:
     """A Markdown bug report: diagnosis, evidence, repro script, environment, traceback."""
-    from minrepro.report import build_report_for_log
+    from minrepro.report.bugreport import build_report_for_log
 
     diagnosis = _diagnose(log, rules)
     _echo_warnings(diagnosis)
     text = build_report_for_log(log, diagnosis, verify=verify, redact=redact)
     if output is not None:
-        from minrepro.report import write_text
+        from minrepro.report.bugreport import write_text
 
         write_text(text, output, force=force, protect=(log,) if log != "-" else ())
     else:
@@ -162,7 +163,7 @@ def report(log: LogArg,
 @app.command()
 def env(json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """Report this machine's environment (OS, Python, torch, CUDA, GPUs, env vars, packages)."""
-    from minrepro.envreport import collect_env, env_to_json, format_env_text
+    from minrepro.report.envreport import collect_env, env_to_json, format_env_text
 
     report_ = collect_env()
     if json_:
@@ -176,7 +177,7 @@ def rules(rule_id: Annotated[str | None, typer.Argument(
               metavar="[ID]", help="A rule id (MR-MEM-002) or cause name to explain.")] = None,
           extra: RulesOpt = None) -> None:
     """List the rules, or explain one."""
-    from minrepro.rulepack import describe_rule, list_rules, load_rules
+    from minrepro.diagnose.rules.pack import describe_rule, list_rules, load_rules
 
     loaded = load_rules([str(r) for r in extra or ()])
     if rule_id is None:

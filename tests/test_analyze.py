@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from minrepro.analyze import CurveAnalyzer
-from minrepro.analyze.events import LossScaleAnalyzer, NcclAnalyzer, OomAnalyzer, is_fragmented
+from minrepro.diagnose.analyze import CurveAnalyzer
+from minrepro.diagnose.analyze.events import LossScaleAnalyzer, NcclAnalyzer, OomAnalyzer, is_fragmented
 from minrepro.model import Line, LossScaleEvent, MetricRecord, NcclTimeout, OomReport
 
 GIB = 1 << 30
@@ -114,7 +114,7 @@ def test_a_summed_loss_at_a_log_value_is_no_ln_c_plateau() -> None:
     (8.25, None),  # beyond 1000 classes
 ])
 def test_which_levels_are_ln_c(level: float, classes: int | None) -> None:
-    from minrepro.analyze.curves import _classes_for
+    from minrepro.diagnose.analyze.curves import _classes_for
 
     assert _classes_for(level) == classes
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from minrepro.scoring import load_labels, score_case
+from minrepro.tools.scoring import load_labels, score_case
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("MINREPRO_CORPUS", ROOT.parent / "shared" / "corpus" / "dev"))

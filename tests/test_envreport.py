@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from minrepro.envreport import (
+from minrepro.report.envreport import (
     NOT_FOUND,
     NOT_INSTALLED,
     NOT_SET,
@@ -243,6 +243,6 @@ def test_real_default_collect_env_on_this_cpu_machine() -> None:
 
 
 def test_importing_envreport_does_not_import_torch() -> None:
-    code = "import minrepro.envreport, sys; assert 'torch' not in sys.modules"
+    code = "import minrepro.report.envreport, sys; assert 'torch' not in sys.modules"
     repo_root = Path(__file__).resolve().parents[1]
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=repo_root)

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minrepro.extract import default_extractors, extract_all
-from minrepro.extract.prefilter import trigger_search
+from minrepro.diagnose.extract import default_extractors, extract_all
+from minrepro.diagnose.extract.prefilter import trigger_search
 from minrepro.model import (
     EnvFact,
     Line,

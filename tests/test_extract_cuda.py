@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from minrepro.extract.cuda import CudaAssertExtractor, OomExtractor
+from minrepro.diagnose.extract.cuda import CudaAssertExtractor, OomExtractor
 from minrepro.model import CudaAssert, Line, OomReport
 
 GIB, MIB = 2**30, 2**20

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from minrepro.extract.env import EnvExtractor
+from minrepro.diagnose.extract.env import EnvExtractor
 from minrepro.model import Line
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from minrepro.extract.events import LossScaleExtractor, NcclExtractor, WorkerKilledExtractor
+from minrepro.diagnose.extract.events import LossScaleExtractor, NcclExtractor, WorkerKilledExtractor
 from minrepro.model import Line, LossScaleEvent, NcclTimeout, WorkerKilled
 
 
@@ -139,7 +139,7 @@ def test_repeated_shm_errors_are_one_event() -> None:
 
 def test_a_worker_kill_typed_by_hand_still_counts() -> None:
     """An issue title: 'Dataloader' and 'signaled' as the user typed them."""
-    from minrepro.extract.events import WorkerKilledExtractor
+    from minrepro.diagnose.extract.events import WorkerKilledExtractor
 
     text = "RuntimeError: Dataloader worker (pid 15623) is killed by signaled: Killed"
     events = WorkerKilledExtractor().feed(Line(1, text))

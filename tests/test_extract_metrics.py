@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from minrepro.extract.metrics import MetricExtractor, normalise
+from minrepro.diagnose.extract.metrics import MetricExtractor, normalise
 from minrepro.model import Line, MetricRecord
 
 
@@ -162,7 +162,7 @@ def test_normalise(name: str, expected: str | None) -> None:
 
 
 def _records(lines: list[str]) -> list:
-    from minrepro.extract.metrics import MetricExtractor
+    from minrepro.diagnose.extract.metrics import MetricExtractor
 
     extractor = MetricExtractor()
     return [r for n, text in enumerate(lines, 1) for r in extractor.feed(Line(n, text))]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from minrepro.extract.traceback import MAX_FRAMES, MAX_MESSAGE_LINES, TracebackExtractor
+from minrepro.diagnose.extract.traceback import MAX_FRAMES, MAX_MESSAGE_LINES, TracebackExtractor
 from minrepro.model import Line, Traceback
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minrepro.extract.units import parse_duration_ms, parse_float, parse_size
+from minrepro.diagnose.extract.units import parse_duration_ms, parse_float, parse_size
 
 
 @pytest.mark.parametrize("text, expected", [

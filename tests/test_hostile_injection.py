@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from test_hostile_input import assert_one_line_error, run_cli  # noqa: E402 - shared runner
 
 from minrepro.model import Diagnosis, Evidence
-from minrepro.render import has_template, render_repro
+from minrepro.repro.render import has_template, render_repro
 from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF
 
 ROOT = Path(__file__).resolve().parents[1]

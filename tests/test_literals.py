@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minrepro.literals import LiteralSet, trie_pattern
+from minrepro.diagnose.literals import LiteralSet, trie_pattern
 
 _WORDS = st.lists(st.text(alphabet="ab c", min_size=1, max_size=4), max_size=8)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from minrepro.render import has_template, template_dir
-from minrepro.rulepack import load_rules
+from minrepro.repro.render import has_template, template_dir
+from minrepro.diagnose.rules.pack import load_rules
 from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF, TAXONOMY
 
 ROOT = Path(__file__).resolve().parents[1]

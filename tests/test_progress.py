@@ -6,8 +6,8 @@ import io
 import time
 from pathlib import Path
 
-from minrepro import progress
-from minrepro.reader import LogReader
+from minrepro.output import progress
+from minrepro.diagnose.reader import LogReader
 
 
 class _Tty(io.StringIO):

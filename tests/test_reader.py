@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from minrepro.errors import BadInputError
-from minrepro.reader import LogReader, split_rank
+from minrepro.diagnose.reader import LogReader, split_rank
 
 
 def read(path: Path, **options) -> list[tuple[int, int | None, str]]:

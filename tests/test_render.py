@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minrepro import render
+from minrepro.repro import render
 from minrepro.errors import OutputError, RenderError
 from minrepro.model import Diagnosis, Evidence
-from minrepro.render import (
+from minrepro.repro.render import (
     check_script,
     comment_text,
     environment,

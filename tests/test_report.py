@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import minrepro.envreport
-import minrepro.render
+import minrepro.report.envreport
+import minrepro.repro.render
 from minrepro.cli import app, main
-from minrepro.envreport import EnvField, EnvReport, EnvSection
+from minrepro.report.envreport import EnvField, EnvReport, EnvSection
 from minrepro.errors import OutputError, RenderError
 from minrepro.model import Diagnosis, Evidence, Line
-from minrepro.pipeline import diagnose_log
-from minrepro.redact import Redactor, local_redactor, mask_home_paths, redact
-from minrepro.report import (
+from minrepro.diagnose.pipeline import diagnose_log
+from minrepro.output.redact import Redactor, local_redactor, mask_home_paths, redact
+from minrepro.report.bugreport import (
     ExcerptLine,
     build_report,
     build_report_for_log,
@@ -60,7 +60,7 @@ _PYTHON_BLOCK = re.compile(r"^(?P<fence>`{3,})python\n(?P<body>.*?)^(?P=fence)$"
 @pytest.fixture(autouse=True)
 def _fixed_local_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI probes this machine; tests use a fixed report (fast, nothing volatile)."""
-    monkeypatch.setattr(minrepro.envreport, "collect_env", lambda **_: FIXED_ENV)
+    monkeypatch.setattr(minrepro.report.envreport, "collect_env", lambda **_: FIXED_ENV)
 
 
 def report_of(log: Path, **options) -> str:
@@ -90,7 +90,7 @@ def test_report_of_every_sample_embeds_the_repro_exactly(log: Path) -> None:
         assert blocks == []
         return
     assert text.startswith(f"# minrepro: {diagnosis.category}/{diagnosis.cause} in {log.name}\n")
-    if not minrepro.render.has_template(diagnosis.cause):
+    if not minrepro.repro.render.has_template(diagnosis.cause):
         assert f"no repro template for {diagnosis.cause} yet" in text
         assert blocks == []
         return
@@ -103,7 +103,7 @@ def test_report_of_every_sample_embeds_the_repro_exactly(log: Path) -> None:
 
 def test_a_cause_without_template_still_renders(monkeypatch: pytest.MonkeyPatch) -> None:
     log = SAMPLES / "position_overflow__cpu_traceback.log"
-    monkeypatch.setattr(minrepro.render, "has_template", lambda cause: False)
+    monkeypatch.setattr(minrepro.repro.render, "has_template", lambda cause: False)
     text = report_of(log)
     assert "no repro template for position_overflow yet" in text
     assert python_blocks(text) == []
@@ -114,7 +114,7 @@ def test_a_render_error_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) 
     def broken(diagnosis: Diagnosis) -> str:
         raise RenderError("templates/position_overflow.yaml: option 'max' should be int")
 
-    monkeypatch.setattr(minrepro.render, "render_repro", broken)
+    monkeypatch.setattr(minrepro.repro.render, "render_repro", broken)
     text = report_of(SAMPLES / "position_overflow__cpu_traceback.log")
     assert "the repro script could not be rendered" in text
     assert python_blocks(text) == []

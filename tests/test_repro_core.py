@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from minrepro.model import Diagnosis, Evidence
-from minrepro.render import imported_modules, load_spec, render_repro, write_script
+from minrepro.repro.render import imported_modules, load_spec, render_repro, write_script
 from minrepro.taxonomy import CORE_CAUSES
-from minrepro.verify import VerifyResult, verify_script
+from minrepro.repro.verify import VerifyResult, verify_script
 
 pytestmark = pytest.mark.slow
 

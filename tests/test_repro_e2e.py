@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from minrepro.pipeline import diagnose_log
-from minrepro.render import render_repro
+from minrepro.diagnose.pipeline import diagnose_log
+from minrepro.repro.render import render_repro
 from minrepro.taxonomy import CORE_CAUSES, GPU_ONLY_CAUSES
-from minrepro.verify import verify_script
+from minrepro.repro.verify import verify_script
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("MINREPRO_CORPUS", ROOT.parent / "shared" / "corpus" / "dev"))

@@ -17,9 +17,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import pytest
 
 from minrepro.model import Diagnosis, Evidence
-from minrepro.render import imported_modules, load_spec, render_repro, write_script
+from minrepro.repro.render import imported_modules, load_spec, render_repro, write_script
 from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF, CORE_CAUSES, GPU_ONLY_CAUSES
-from minrepro.verify import VerifyResult, verify_script
+from minrepro.repro.verify import VerifyResult, verify_script
 
 pytestmark = pytest.mark.slow
 

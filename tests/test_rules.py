@@ -9,11 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minrepro import rulefiles, rulepack
+from minrepro.diagnose.rules import files as rulefiles
+from minrepro.diagnose.rules import pack as rulepack
 from minrepro.errors import RulePackError
-from minrepro.matcher import RuleMatcher
+from minrepro.diagnose.matcher import RuleMatcher
 from minrepro.model import Line
-from minrepro.rulepack import load_rule_file, load_rules
+from minrepro.diagnose.rules.pack import load_rule_file, load_rules
 from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF
 
 RULES = load_rules(eager=True)  # compiles every regex and checks its groups
@@ -131,7 +132,7 @@ def test_user_pack_adds_a_rule(tmp_path: Path) -> None:
 def test_frozen_rules_are_current() -> None:
     """frozen.json (read at start-up instead of the YAML) holds exactly what the YAML says."""
     frozen = rulepack._frozen_rules()
-    assert frozen is not None, "frozen.json is stale: run `python -m minrepro.rulepack --freeze`"
+    assert frozen is not None, "frozen.json is stale: run `python -m minrepro.diagnose.rules.pack --freeze`"
     assert frozen == rulepack._load_dir(rulepack.BUILTIN_DIR, eager=False)
 
 

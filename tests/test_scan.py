@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from minrepro.pipeline import diagnose_log, trigger_words
-from minrepro.reader import LogReader
-from minrepro.rulepack import load_rules
-from minrepro.scan import HEAD_BYTES, SAMPLES_PER_BLOCK, TAIL_BYTES, LineSelector
+from minrepro.diagnose.pipeline import diagnose_log, trigger_words
+from minrepro.diagnose.reader import LogReader
+from minrepro.diagnose.rules.pack import load_rules
+from minrepro.diagnose.scan import HEAD_BYTES, SAMPLES_PER_BLOCK, TAIL_BYTES, LineSelector
 
 NOISE = "2026-11-29 03:00:00,123 - INFO - data - shard {i} opened, {j} samples, prefetch ok\n"
 METRIC = "{{'loss': {loss:.4f}, 'learning_rate': 5e-05, 'epoch': {e:.2f}}}\n"
@@ -46,7 +46,7 @@ class _Everything(LineSelector):
         super().__init__(())
 
     def pick(self, block: bytes, total, final):  # noqa: ANN001, ANN201
-        from minrepro.scan import _all_spans
+        from minrepro.diagnose.scan import _all_spans
 
         return _all_spans(block)
 

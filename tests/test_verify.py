@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from minrepro.errors import BadInputError
-from minrepro.verify import classify, verify_script
+from minrepro.repro.verify import classify, verify_script
 
 
 def script(tmp_path: Path, body: str, name: str = "s.py") -> Path:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from functools import cache
 from types import ModuleType
 
-from minrepro.literals import trie_pattern
+from minrepro.diagnose.literals import trie_pattern
 
 HEAD_BYTES = 512 * 1024
 TAIL_BYTES = 256 * 1024

@@ -54,12 +54,11 @@ from typing import Any
 import jinja2
 import yaml
 
-import minrepro
 from minrepro.errors import RenderError
 from minrepro.files import write_atomic
 from minrepro.model import Diagnosis, Evidence
-from minrepro.redact import redact
-from minrepro.spec import TemplateSpec, _parse_spec, resolve_values
+from minrepro.output.redact import redact
+from minrepro.repro.spec import TemplateSpec, _parse_spec, resolve_values
 from minrepro.taxonomy import CATEGORY_OF
 
 MAX_SCRIPT_LINES = 40
@@ -114,8 +113,8 @@ def comment_text(text: object, limit: int = 100) -> str:
 
 def template_dir() -> Path:
     """Templates inside the installed package, else the repository's top-level templates/."""
-    packaged = Path(minrepro.__file__).parent / "templates"
-    return packaged if packaged.is_dir() else Path(__file__).resolve().parent.parent / "templates"
+    packaged = Path(__file__).resolve().parents[1] / "templates"
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / "templates"
 
 
 @functools.lru_cache(maxsize=1)

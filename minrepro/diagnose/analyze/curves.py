@@ -12,7 +12,7 @@ import bisect
 import math
 from collections.abc import Iterable
 
-from minrepro.analyze.series import Point, Series
+from minrepro.diagnose.analyze.series import Point, Series
 from minrepro.model import Event, Evidence, Finding, Line, MetricRecord
 
 _TRACKED = ("loss", "eval_loss", "learning_rate", "grad_norm", "accuracy", "eval_accuracy",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from minrepro.literals import trie_pattern
+from minrepro.diagnose.literals import trie_pattern
 
 
 def _minimal(words: Iterable[str]) -> list[str]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from minrepro.extract import pylines
+from minrepro.diagnose.extract import pylines
 from minrepro.model import Frame, Line, Traceback
 
 MAX_FRAMES = 200

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
-from minrepro.extract.cuda import CudaAssertExtractor, OomExtractor
-from minrepro.extract.env import EnvExtractor
-from minrepro.extract.events import LossScaleExtractor, NcclExtractor, WorkerKilledExtractor
-from minrepro.extract.metrics import MetricExtractor
-from minrepro.extract.prefilter import trigger_search
-from minrepro.extract.traceback import TracebackExtractor
+from minrepro.diagnose.extract.cuda import CudaAssertExtractor, OomExtractor
+from minrepro.diagnose.extract.env import EnvExtractor
+from minrepro.diagnose.extract.events import LossScaleExtractor, NcclExtractor, WorkerKilledExtractor
+from minrepro.diagnose.extract.metrics import MetricExtractor
+from minrepro.diagnose.extract.prefilter import trigger_search
+from minrepro.diagnose.extract.traceback import TracebackExtractor
 from minrepro.model import Event, Line
 
 __all__ = [

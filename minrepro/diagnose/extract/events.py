@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Sequence
 
-from minrepro.extract.units import FLOAT, parse_duration_ms, parse_float
+from minrepro.diagnose.extract.units import FLOAT, parse_duration_ms, parse_float
 from minrepro.model import Line, LossScaleEvent, NcclTimeout, WorkerKilled
 
 #: Events repeat (every rank, every retry, every 10 s for barriers); report each once.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from minrepro.analyze.curves import CurveAnalyzer
-from minrepro.analyze.events import LossScaleAnalyzer, NcclAnalyzer, OomAnalyzer
+from minrepro.diagnose.analyze.curves import CurveAnalyzer
+from minrepro.diagnose.analyze.events import LossScaleAnalyzer, NcclAnalyzer, OomAnalyzer
 from minrepro.model import Event, Finding, Line
 
 __all__ = ["Analyzer", "CurveAnalyzer", "default_analyzers"]

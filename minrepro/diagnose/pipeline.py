@@ -11,14 +11,14 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import replace
 
-from minrepro.analyze import Analyzer, CurveAnalyzer, default_analyzers
-from minrepro.decide import Context, decide
-from minrepro.extract import default_extractors
-from minrepro.matcher import RuleMatcher
+from minrepro.diagnose.analyze import Analyzer, CurveAnalyzer, default_analyzers
+from minrepro.diagnose.decide import Context, decide
+from minrepro.diagnose.extract import default_extractors
+from minrepro.diagnose.matcher import RuleMatcher
 from minrepro.model import Diagnosis, EnvFact, Event, Line, Traceback
-from minrepro.reader import LogReader
-from minrepro.rulepack import Rule, load_rules
-from minrepro.scan import LineSelector
+from minrepro.diagnose.reader import LogReader
+from minrepro.diagnose.rules.pack import Rule, load_rules
+from minrepro.diagnose.scan import LineSelector
 
 _KEEP_TRACEBACKS = 6  # the first few (the original failure) and the last (how it ended)
 _RECENT_LINES = 256  # lines kept to give multi-line events their own line's text

@@ -20,7 +20,7 @@ from typing import BinaryIO
 
 from minrepro.errors import BadInputError, shown_path
 from minrepro.model import Line
-from minrepro.scan import MANY_UPDATES, LineSelector
+from minrepro.diagnose.scan import MANY_UPDATES, LineSelector
 
 CHUNK_BYTES = 4 << 20
 MAX_LINE_BYTES = 16 * 1024  # longer records are cut here and flagged `truncated`

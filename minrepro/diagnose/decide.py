@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from minrepro.model import Alternative, Diagnosis, Finding, ParamValue
-from minrepro.rulepack import Rule
+from minrepro.diagnose.rules.pack import Rule
 
 THRESHOLD = 0.5  # the least confidence at which a cause is named
 DAMPING = 0.5  # what a superseded or cascading finding keeps of its score

@@ -14,10 +14,10 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from minrepro.extract.units import parse_duration_ms, parse_size
-from minrepro.literals import LiteralSet
+from minrepro.diagnose.extract.units import parse_duration_ms, parse_size
+from minrepro.diagnose.literals import LiteralSet
 from minrepro.model import Evidence, Finding, Line, ParamValue
-from minrepro.rulepack import Rule, Signal
+from minrepro.diagnose.rules.pack import Rule, Signal
 
 REGEX_TIMEOUT_S = 0.25
 PROSE_LINES = 5000

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from minrepro import rulefiles
+from minrepro.diagnose.rules import files as rulefiles
 from minrepro.errors import RulePackError, shown_path
-from minrepro.rulefiles import BUILTIN_DIR
+from minrepro.diagnose.rules.files import BUILTIN_DIR
 from minrepro.taxonomy import CATEGORY_OF
 
 if TYPE_CHECKING:
@@ -316,10 +316,3 @@ def describe_rule(rule: Rule) -> str:
             f"{rule.explanation}\n\nfix: {rule.fix}\n\nsignals:\n{signals}"
             + (f"\nreferences:\n{refs}" if refs else ""))
 
-
-if __name__ == "__main__":
-    import sys
-
-    if sys.argv[1:] != ["--freeze"]:
-        sys.exit("usage: python -m minrepro.rulepack --freeze")
-    print(freeze())

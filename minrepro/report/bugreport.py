@@ -29,15 +29,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from minrepro.envreport import EnvReport, format_env_text
+from minrepro.report.envreport import EnvReport, format_env_text
 from minrepro.errors import BadInputError, RenderError
 from minrepro.files import write_atomic
-from minrepro.markdown import clean_line, code_span, fence, md_escape, sparkline
+from minrepro.report.markdown import clean_line, code_span, fence, md_escape, sparkline
 from minrepro.model import Diagnosis, Evidence, Line, ParamValue
-from minrepro.output import human_bytes
-from minrepro.reader import LogReader
-from minrepro.redact import Redactor, local_redactor
-from minrepro.verify import VerifyResult
+from minrepro.output.text import human_bytes
+from minrepro.diagnose.reader import LogReader
+from minrepro.output.redact import Redactor, local_redactor
+from minrepro.repro.verify import VerifyResult
 
 #: Masks identifying text (a `Redactor`), or returns it unchanged.
 Mask = Callable[[str], str]
@@ -76,7 +76,7 @@ def build_report_for_log(log: str | os.PathLike[str], diagnosis: Diagnosis, *,
     """The report for `diagnosis` of `log`: reads the excerpt, renders, probes, verifies."""
     script, script_error = repro_script(diagnosis)
     if local_env is None:
-        from minrepro.envreport import collect_env
+        from minrepro.report.envreport import collect_env
 
         local_env = collect_env()
     verify_result = run_verify(script, verify_timeout) if verify and script else None
@@ -91,7 +91,7 @@ def repro_script(diagnosis: Diagnosis) -> tuple[str | None, str | None]:
     """(script, None), or (None, why there is none) for a diagnosed cause without one."""
     if not diagnosis.diagnosed:
         return None, None
-    from minrepro.render import has_template, render_repro
+    from minrepro.repro.render import has_template, render_repro
 
     if not has_template(diagnosis.cause or ""):
         return None, f"no repro template for {diagnosis.cause} yet"
@@ -102,7 +102,7 @@ def repro_script(diagnosis: Diagnosis) -> tuple[str | None, str | None]:
 
 
 def run_verify(script: str, timeout: float) -> VerifyResult:
-    from minrepro.verify import verify_script
+    from minrepro.repro.verify import verify_script
 
     with tempfile.TemporaryDirectory(prefix="minrepro-report-") as folder:
         path = Path(folder) / "repro.py"

@@ -44,7 +44,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from minrepro.extract.units import FLOAT, is_finite
+from minrepro.diagnose.extract.units import FLOAT, is_finite
 from minrepro.model import Line, MetricRecord
 
 _ALIASES: dict[str, str] = {

@@ -1,7 +1,7 @@
 """Rule files on disk: YAML read safely (size, nesting and duplicate keys checked), and the
 frozen copy of the built-in files that start-up reads instead of running the YAML parser.
 
-The frozen copy (rules/frozen.json, written by `python -m minrepro.rulepack --freeze`) holds
+The frozen copy (rules/frozen.json, written by `python -m minrepro.diagnose.rules.pack --freeze`) holds
 the parsed files and a fingerprint of their bytes; where the fingerprint no longer matches the
 files, it is ignored and the YAML is read.
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 from minrepro.errors import RulePackError, shown_path
 
-BUILTIN_DIR = Path(__file__).parent / "rules"
+BUILTIN_DIR = Path(__file__).parent  # the category folders of YAML beside this code
 FROZEN = BUILTIN_DIR / "frozen.json"
 MAX_RULE_FILE_BYTES = 1 << 20
 MAX_NESTING = 50

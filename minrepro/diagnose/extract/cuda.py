@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from minrepro.extract.units import SIZE, parse_size
+from minrepro.diagnose.extract.units import SIZE, parse_size
 from minrepro.model import CudaAssert, Line, OomReport
 
 _ASSERT_RE = re.compile(

@@ -8,14 +8,24 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from minrepro.reader import LogReader
+from typing import Protocol
 
 MIN_BYTES = 50 * 1024 * 1024  # smaller inputs finish before a bar would help
 INTERVAL_S = 0.5
 
 
+class Readable(Protocol):
+    """What the progress line reads of a log reader (bytes read so far, the total if known)."""
+
+    @property
+    def bytes_read(self) -> int: ...
+
+    @property
+    def total_bytes(self) -> int | None: ...
+
+
 @contextmanager
-def progress_for(reader: LogReader, *, enabled: bool = True) -> Iterator[None]:
+def progress_for(reader: Readable, *, enabled: bool = True) -> Iterator[None]:
     if not enabled or not sys.stderr.isatty():
         yield
         return
@@ -29,7 +39,7 @@ def progress_for(reader: LogReader, *, enabled: bool = True) -> Iterator[None]:
         thread.join()
 
 
-def _show(reader: LogReader, stop: threading.Event) -> None:
+def _show(reader: Readable, stop: threading.Event) -> None:
     start = time.monotonic()
     shown = False
     while not stop.wait(INTERVAL_S):

@@ -1,0 +1,96 @@
+"""Score the classifier on a labelled corpus folder (labels.yaml + logs).
+
+    python -m minrepro.tools.scoring ../shared/corpus/dev [--verbose] [--min-accuracy 0.95]
+
+A case is right when the diagnosed cause equals the label's cause; for `category: none`
+cases (healthy runs, unrelated errors) it is right when no cause is named. Labelled params
+are compared too (reported, not counted in accuracy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from minrepro.errors import MinreproError
+from minrepro.diagnose.pipeline import diagnose_log
+from minrepro.diagnose.rules.pack import load_rules
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    file: str
+    expected: str | None
+    got: str | None
+    confidence: float
+    params_wrong: tuple[str, ...] = ()
+
+    @property
+    def right(self) -> bool:
+        return self.expected == self.got
+
+
+def load_labels(folder: Path) -> list[dict]:
+    labels = yaml.safe_load((folder / "labels.yaml").read_text(encoding="utf-8"))
+    if not isinstance(labels, list):
+        raise MinreproError(f"{folder / 'labels.yaml'}: should be a list of cases")
+    return labels
+
+
+def score_case(folder: Path, case: dict) -> CaseResult:
+    expected = None if case.get("category") == "none" else case["cause"]
+    diagnosis = diagnose_log(folder / case["file"], rule_dirs=())
+    wrong = tuple(name for name, value in (case.get("params") or {}).items()
+                  if diagnosis.params.get(name) != value)
+    return CaseResult(case["file"], expected, diagnosis.cause, diagnosis.confidence, wrong)
+
+
+def score_folder(folder: Path) -> list[CaseResult]:
+    load_rules()  # fail early, with the rule file named, before reading any log
+    return [score_case(folder, case) for case in load_labels(folder)]
+
+
+def summary(results: list[CaseResult]) -> str:
+    positives = [r for r in results if r.expected is not None]
+    negatives = [r for r in results if r.expected is None]
+    right = sum(r.right for r in positives)
+    alarms = sum(not r.right for r in negatives)
+    with_params = [r for r in positives if r.right]
+    params_ok = sum(not r.params_wrong for r in with_params)
+    return (f"cause right: {right}/{len(positives)} ({100 * right / max(len(positives), 1):.1f}%)"
+            f"  false alarms on none: {alarms}/{len(negatives)}"
+            f"  all cases right: {sum(r.right for r in results)}/{len(results)}"
+            f"  labelled params right: {params_ok}/{len(with_params)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m minrepro.tools.scoring", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--verbose", "-v", action="store_true", help="one line per case")
+    parser.add_argument("--min-accuracy", type=float, default=0.0,
+                        help="exit 1 when the share of right causes is below this")
+    args = parser.parse_args(argv)
+    try:
+        results = score_folder(args.folder)
+    except (MinreproError, OSError, yaml.YAMLError) as err:
+        print(f"scoring: error: {err}", file=sys.stderr)
+        return 2
+    for r in results:
+        if args.verbose or not r.right or r.params_wrong:
+            mark = "ok  " if r.right else "MISS"
+            extra = f"  params differ: {', '.join(r.params_wrong)}" if r.params_wrong else ""
+            print(f"{mark} {r.file:<45} expected={r.expected} got={r.got}"
+                  f" ({r.confidence:.2f}){extra}")
+    print(summary(results))
+    positives = [r for r in results if r.expected is not None]
+    accuracy = sum(r.right for r in positives) / max(len(positives), 1)
+    return 0 if accuracy >= args.min_accuracy else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
