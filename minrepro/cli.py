@@ -177,7 +177,7 @@ def rules(rule_id: Annotated[str | None, typer.Argument(
               metavar="[ID]", help="A rule id (MR-MEM-002) or cause name to explain.")] = None,
           extra: RulesOpt = None) -> None:
     """List the rules, or explain one."""
-    from minrepro.diagnose.rules.pack import describe_rule, list_rules, load_rules
+    from minrepro.diagnose.rules.registry import describe_rule, list_rules, load_rules
 
     loaded = load_rules([str(r) for r in extra or ()])
     if rule_id is None:

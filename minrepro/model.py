@@ -5,18 +5,37 @@ Every stage takes and returns these; nothing below the CLI prints or exits.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Union
 
 #: A value extracted from a log: the only types a rule param or repro value may have.
 ParamValue = Union[int, float, str]
 
 
+class Severity(str, Enum):
+    """What kind of evidence a finding rests on (a str: JSON and YAML spell it as its value)."""
+
+    CRASH = "crash"  # the run stopped: an exception, an assert, a kill
+    SYMPTOM = "symptom"  # the run went on, badly: a curve, a memory trend, loss-scale collapse
+    WARNING = "warning"  # a warning line that points at the cause
+    PROSE = "prose"  # words of a bug report, not of a machine log
+
+
+class Role(str, Enum):
+    """How a rule's signal counts towards its cause."""
+
+    PRIMARY = "primary"  # names the cause on its own
+    SUPPORT = "support"  # strengthens a primary hit nearby
+    AGAINST = "against"  # evidence against the cause: takes its weight's share off the score
+
+
 @dataclass(frozen=True, slots=True)
 class Line:
     """One logical record of the log: a physical line, or one '\\r' update of it."""
 
-    number: int  # 1-based physical line number in the input
+    line: int  # 1-based physical line number in the input
     text: str  # decoded, ANSI stripped, rank prefix removed, capped in length
     rank: int | None = None  # from "[rank3]:", "[default0]:", "3: ", ...
     truncated: bool = False  # the physical line was longer than the cap
@@ -27,10 +46,34 @@ class Line:
 
 @dataclass(frozen=True, slots=True)
 class Frame:
+    """One frame of a Python traceback: `File "file", line N, in function` and its code."""
+
     file: str
-    lineno: int | None
+    line: int | None  # line in `file` (not in the log)
     function: str | None
     code: str | None = None
+
+    @property
+    def package(self) -> str | None:
+        """The installed package the frame is in ("torch", "transformers", "stdlib"), or None
+        for the user's own code."""
+        return package_of(self.file)
+
+
+_SITE_PACKAGE = re.compile(r"[\\/](?:site|dist)-packages[\\/]([^\\/]+)")
+_STDLIB = re.compile(r"[\\/]lib[\\/]python\d(?:\.\d+)?[\\/]|^<frozen |[\\/]Lib[\\/][^\\/]+\.py$",
+                     re.IGNORECASE)
+_DISTRIBUTION = re.compile(r"(?:-\d[^\\/]*)?(?:\.egg|\.py)?$")
+
+
+def package_of(path: str) -> str | None:
+    """`.../site-packages/transformers/trainer.py` -> "transformers"; a standard-library path
+    -> "stdlib"; anything else (the user's code, a notebook cell) -> None."""
+    match = _SITE_PACKAGE.search(path)
+    if match:
+        name = _DISTRIBUTION.sub("", match[1])  # "foo-1.0-py3.8.egg" -> "foo", "six.py" -> "six"
+        return name or None
+    return "stdlib" if _STDLIB.search(path) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +82,7 @@ class Traceback:
 
     exc_type: str  # as written: "RuntimeError", "torch.OutOfMemoryError", ...
     message: str  # first message line plus continuation lines, joined with "\n"
-    line: int  # line number of the "Type: message" line
+    line: int  # line of the "Type: message" line
     first_line: int  # line of "Traceback (most recent call last):" (or of the first frame)
     rank: int | None = None
     frames: tuple[Frame, ...] = ()
@@ -135,6 +178,34 @@ Event = Union[Traceback, CudaAssert, OomReport, MetricRecord, LossScaleEvent, Nc
               WorkerKilled, EnvFact]
 
 
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """An exception the log shows, summarised for the diagnosis, the report and triage."""
+
+    exc_type: str  # as written: "RuntimeError", "torch.OutOfMemoryError"; "" when cut off
+    message: str  # the first line of the message
+    line: int  # the exception line (or the last line seen of a cut-off traceback)
+    first_line: int  # where its traceback starts
+    rank: int | None = None
+    frames: tuple[Frame, ...] = ()
+    text: str = ""  # the traceback as printed, for the report
+
+    @property
+    def headline(self) -> str:
+        """`Type: first message line`, as one line."""
+        return f"{self.exc_type}: {self.message}".strip(": ")
+
+    @property
+    def user_frame(self) -> Frame | None:
+        """The innermost frame in the user's own code (no package)."""
+        return next((f for f in reversed(self.frames) if f.package is None), None)
+
+    @property
+    def library_frame(self) -> Frame | None:
+        """The innermost frame, when it is inside a package: where the failure was raised."""
+        return self.frames[-1] if self.frames and self.frames[-1].package else None
+
+
 # --- findings and the diagnosis -----------------------------------------------------------
 
 
@@ -156,11 +227,13 @@ class Finding:
     first_line: int  # where the failure shows first (earlier failures win over cascades)
     evidence: tuple[Evidence, ...] = ()
     params: tuple[tuple[str, ParamValue], ...] = ()
-    severity: str = "crash"  # "crash" | "symptom" | "warning" | "prose"
+    severity: Severity = Severity.CRASH
     variant: str | None = None  # which repro variant the evidence points to
     cascade: bool = False  # a consequence of another failure (NCCL watchdog, ChildFailedError)
     supersedes: tuple[str, ...] = ()  # causes this finding explains (fragmentation > plain OOM)
-    damping: float = 1.0  # evidence against the cause (a batch-size finder's expected OOM)
+    #: the share of the score that evidence against the cause leaves (a batch-size finder's
+    #: expected OOM); 1.0: nothing against it
+    kept_share: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +262,7 @@ class Diagnosis:
     env: dict[str, str] = field(default_factory=dict)  # versions/GPU the log reveals
     loss_curve: tuple[float, ...] = ()  # downsampled, for the report's sparkline
     traceback: str = ""  # text of the deciding traceback, for the report
+    failure: Failure | None = None  # the exception nearest the deciding evidence
     warnings: tuple[str, ...] = ()  # e.g. "input .gz was truncated at byte N"
 
     @property

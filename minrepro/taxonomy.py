@@ -2,6 +2,20 @@
 
 from __future__ import annotations
 
+from enum import Enum
+
+
+class RootClass(str, Enum):
+    """Where a failure comes from; a fleet's root-cause distribution is told in these."""
+
+    CONFIG = "config"  # a setting or command is wrong: lr, batch size, a path, a port ...
+    DATA = "data"  # labels out of range or of one class, NaN inputs, corrupt files
+    CODE = "code"  # the training code itself: autograd misuse, device/dtype/shape mixing
+    ENVIRONMENT = "environment"  # CUDA/driver/torch builds, missing or incompatible packages
+    FRAMEWORK = "framework"  # a bug inside PyTorch or a library
+    HARDWARE = "hardware"  # GPU Xid/ECC, a node or the network fabric failing
+
+
 TAXONOMY: dict[str, tuple[str, ...]] = {
     "memory": ("undetached_loss_list", "cuda_oom", "allocator_fragmentation",
                "host_oom_dataloader"),
@@ -10,6 +24,19 @@ TAXONOMY: dict[str, tuple[str, ...]] = {
     "speed": ("dataloader_bottleneck", "nccl_timeout"),
     "precision": ("fp16_overflow", "dtype_mismatch", "overfitting"),
     "environment": ("device_mismatch", "cuda_env_mismatch"),
+}
+
+#: The usual root class of each cause (the evidence may name another: a cuda_oom caused by
+#: another process holding the card is `environment`).
+ROOT_OF: dict[str, RootClass] = {
+    "undetached_loss_list": RootClass.CODE, "cuda_oom": RootClass.CONFIG,
+    "allocator_fragmentation": RootClass.CONFIG, "host_oom_dataloader": RootClass.CONFIG,
+    "position_overflow": RootClass.CONFIG, "single_class_labels": RootClass.DATA,
+    "softmax_overflow": RootClass.CODE, "lr_divergence": RootClass.CONFIG,
+    "loss_stagnation": RootClass.CONFIG, "dataloader_bottleneck": RootClass.CONFIG,
+    "nccl_timeout": RootClass.CONFIG, "fp16_overflow": RootClass.CONFIG,
+    "dtype_mismatch": RootClass.CODE, "overfitting": RootClass.CONFIG,
+    "device_mismatch": RootClass.CODE, "cuda_env_mismatch": RootClass.ENVIRONMENT,
 }
 
 CATEGORY_OF: dict[str, str] = {

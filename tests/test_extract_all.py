@@ -32,7 +32,7 @@ CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev"
 
 def lines_of(path: Path) -> list[Line]:
     text = path.read_text(encoding="utf-8", errors="replace")
-    return [Line(number=n, text=row) for n, row in enumerate(text.split("\n"), start=1)]
+    return [Line(line=n, text=row) for n, row in enumerate(text.split("\n"), start=1)]
 
 
 def events_of(name: str) -> list:
@@ -144,7 +144,7 @@ def test_lines_without_triggers_give_no_events(text: str) -> None:
 def _throughput(count: int) -> float:
     rows = [f"[2024-03-01 12:00:{n % 60:02d},123] [INFO] [engine.py:1234:step] processed batch "
             f"{n} of shard /data/shard_{n % 97:05d}.arrow ok" for n in range(1000)]
-    lines = [Line(number=n + 1, text=rows[n % 1000]) for n in range(count)]  # the reader's part
+    lines = [Line(line=n + 1, text=rows[n % 1000]) for n in range(count)]  # the reader's part
     start = time.perf_counter()
     events = sum(1 for _ in extract_all(lines))
     elapsed = time.perf_counter() - start

@@ -13,7 +13,7 @@ GIB, MIB = 2**30, 2**20
 def feed_all(extractor, rows: list[str], rank: int | None = None) -> list:
     events = []
     for number, text in enumerate(rows, start=1):
-        events.extend(extractor.feed(Line(number=number, text=text, rank=rank)))
+        events.extend(extractor.feed(Line(line=number, text=text, rank=rank)))
     return events + list(extractor.close())
 
 

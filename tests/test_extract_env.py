@@ -12,7 +12,7 @@ def facts(*rows: str) -> set[tuple[str, str]]:
     extractor = EnvExtractor()
     out = set()
     for number, text in enumerate(rows, start=1):
-        out.update((e.key, e.value) for e in extractor.feed(Line(number=number, text=text)))
+        out.update((e.key, e.value) for e in extractor.feed(Line(line=number, text=text)))
     return out
 
 
@@ -65,5 +65,5 @@ def test_env_facts(text: str, expected: set[tuple[str, str]]) -> None:
 def test_each_fact_once() -> None:
     row = '  File "/usr/lib/python3.8/site-packages/x.py", line 1, in f'
     extractor = EnvExtractor()
-    events = [e for n in range(1, 50) for e in extractor.feed(Line(number=n, text=row))]
+    events = [e for n in range(1, 50) for e in extractor.feed(Line(line=n, text=row))]
     assert [(e.line, e.key, e.value) for e in events] == [(1, "python_version", "3.8")]

@@ -11,7 +11,7 @@ from minrepro.model import Line, LossScaleEvent, NcclTimeout, WorkerKilled
 def feed_all(extractor, rows: list[str], rank: int | None = None) -> list:
     events = []
     for number, text in enumerate(rows, start=1):
-        events.extend(extractor.feed(Line(number=number, text=text, rank=rank)))
+        events.extend(extractor.feed(Line(line=number, text=text, rank=rank)))
     return events + list(extractor.close())
 
 

@@ -11,7 +11,7 @@ from minrepro.model import Line, MetricRecord
 
 
 def parse(text: str) -> MetricRecord | None:
-    events = list(MetricExtractor().feed(Line(number=7, text=text, rank=1)))
+    events = list(MetricExtractor().feed(Line(line=7, text=text, rank=1)))
     return events[0] if events else None
 
 

@@ -13,7 +13,7 @@ def run(text: str, ranks: list[int | None] | None = None) -> list[Traceback]:
     events: list[Traceback] = []
     for number, row in enumerate(text.split("\n"), start=1):
         rank = ranks[number - 1] if ranks else None
-        events.extend(extractor.feed(Line(number=number, text=row, rank=rank)))
+        events.extend(extractor.feed(Line(line=number, text=row, rank=rank)))
     events.extend(extractor.close())
     return events
 
@@ -222,7 +222,7 @@ def test_frames_and_code_and_line_numbers() -> None:
             "FileNotFoundError: [Errno 2] No such file or directory: 'your_data_path/train_all'\n")
     (event,) = run(text)  # corpus unrelated_error__01.log
     assert (event.first_line, event.line) == (2, 5)
-    assert event.frames[0].file == "train.py" and event.frames[0].lineno == 120
+    assert event.frames[0].file == "train.py" and event.frames[0].line == 120
     assert event.frames[0].function == "<module>"
     assert event.frames[0].code == "data_transforms['train'])"
     assert event.short_type == "FileNotFoundError"
@@ -244,7 +244,7 @@ def test_interleaved_ranks_keep_one_traceback_each() -> None:
     extractor = TracebackExtractor()
     events = []
     for number, (rank, text) in enumerate(rows, start=1):
-        events.extend(extractor.feed(Line(number=number, text=text, rank=rank)))
+        events.extend(extractor.feed(Line(line=number, text=text, rank=rank)))
     events.extend(extractor.close())
     by_rank = {event.rank: event for event in events}
     assert by_rank[0].exc_type == "torch.OutOfMemoryError"

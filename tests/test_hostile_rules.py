@@ -25,7 +25,7 @@ from test_hostile_input import (  # noqa: E402 - the shared runner
 )
 
 from minrepro.errors import RulePackError
-from minrepro.diagnose.rules.pack import load_rules
+from minrepro.diagnose.rules.registry import load_rules
 
 BASE: dict[str, Any] = {
     "id": "MR-USR-001",

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from minrepro.repro.render import has_template, template_dir
-from minrepro.diagnose.rules.pack import load_rules
+from minrepro.diagnose.rules.registry import load_rules
 from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF, TAXONOMY
 
 ROOT = Path(__file__).resolve().parents[1]

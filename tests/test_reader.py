@@ -13,7 +13,7 @@ from minrepro.diagnose.reader import LogReader, split_rank
 
 
 def read(path: Path, **options) -> list[tuple[int, int | None, str]]:
-    return [(line.number, line.rank, line.text) for line in LogReader(path, **options)]
+    return [(line.line, line.rank, line.text) for line in LogReader(path, **options)]
 
 
 def test_carriage_return_updates_are_separate_records(tmp_path: Path) -> None:
@@ -50,7 +50,7 @@ def test_long_line_is_capped_and_flagged(tmp_path: Path) -> None:
     log = tmp_path / "long.log"
     log.write_bytes(b"x" * 100_000 + b"\nnext\n")
     lines = list(LogReader(log, max_line_bytes=1000, chunk_bytes=4096))
-    assert [(ln.number, len(ln.text), ln.truncated) for ln in lines] == [(1, 1000, True),
+    assert [(ln.line, len(ln.text), ln.truncated) for ln in lines] == [(1, 1000, True),
                                                                           (2, 4, False)]
 
 
@@ -59,7 +59,7 @@ def test_long_progress_line_keeps_its_updates(tmp_path: Path) -> None:
     log.write_bytes(b"".join(b"step %d\r" % i for i in range(20_000)) + b"OOM here\n")
     lines = list(LogReader(log, max_line_bytes=512, chunk_bytes=4096))
     assert len(lines) == 20_001 and lines[-1].text == "OOM here"
-    assert {ln.number for ln in lines} == {1}
+    assert {ln.line for ln in lines} == {1}
 
 
 def test_gzip_and_truncated_gzip(tmp_path: Path) -> None:

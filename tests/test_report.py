@@ -194,14 +194,14 @@ def test_excerpt_pass_stops_after_the_last_wanted_line() -> None:
         raise AssertionError("read past the excerpt: the pass must be bounded")
 
     excerpt = read_excerpt(records(), [Evidence(5, "line 5")], context=2)
-    assert [(e.number, e.evidence) for e in excerpt] == [
+    assert [(e.line, e.evidence) for e in excerpt] == [
         (3, False), (4, False), (5, True), (6, False), (7, False)]
 
 
 def test_excerpt_shows_last_carriage_return_update_and_blank_lines() -> None:
     lines = [Line(1, "epoch 1"), Line(2, "10%"), Line(2, "100%"), Line(4, "Error: boom", 2)]
     excerpt = read_excerpt(iter(lines), [Evidence(4, "Error: boom", 2)], context=2)
-    assert [(e.number, e.text, e.rank) for e in excerpt] == [
+    assert [(e.line, e.text, e.rank) for e in excerpt] == [
         (2, "100%", None), (3, "", None), (4, "Error: boom", 2)]
 
 

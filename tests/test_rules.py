@@ -10,14 +10,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minrepro.diagnose.rules import files as rulefiles
-from minrepro.diagnose.rules import pack as rulepack
+from minrepro.diagnose.rules import registry as rulepack
 from minrepro.errors import RulePackError
 from minrepro.diagnose.matcher import RuleMatcher
 from minrepro.model import Line
-from minrepro.diagnose.rules.pack import load_rule_file, load_rules
+from minrepro.diagnose.rules.pack import load_rule_file
+from minrepro.diagnose.rules.registry import load_rules
 from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF
 
-RULES = load_rules(eager=True)  # compiles every regex and checks its groups
+REGISTRY = load_rules(eager=True)  # compiles every regex and checks its groups
+RULES = REGISTRY.pattern_rules  # the rule files (the analyzers' checks have no patterns)
 SCHEMA_DIR = Path(__file__).parent / "rule_schema"
 
 
@@ -39,7 +41,7 @@ def test_examples_pass_the_prefilter(rule) -> None:
     """A signal whose regex matches must also be reached through its literal hints."""
     for text in rule.examples_match:
         matcher = RuleMatcher([rule])
-        matcher.feed(Line(number=1, text=text))
+        matcher.feed(Line(line=1, text=text))
         found = matcher.findings()
         assert found and found[0].cause == rule.cause, f"{rule.id}: prefilter lost {text!r}"
 
@@ -132,7 +134,7 @@ def test_user_pack_adds_a_rule(tmp_path: Path) -> None:
 def test_frozen_rules_are_current() -> None:
     """frozen.json (read at start-up instead of the YAML) holds exactly what the YAML says."""
     frozen = rulepack._frozen_rules()
-    assert frozen is not None, "frozen.json is stale: run `python -m minrepro.diagnose.rules.pack --freeze`"
+    assert frozen is not None, "frozen.json is stale: run `python -m minrepro.tools.freeze`"
     assert frozen == rulepack._load_dir(rulepack.BUILTIN_DIR, eager=False)
 
 
@@ -153,13 +155,13 @@ def test_a_stale_or_broken_frozen_file_falls_back_to_the_yaml(
 def test_freeze_writes_a_file_that_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rulefiles, "FROZEN", tmp_path / "frozen.json")
     assert "16 rule files" in rulepack.freeze()
-    assert rulepack._frozen_rules() == load_rules()
+    assert rulepack._frozen_rules() == load_rules().pattern_rules
 
 
 def _finding_for(cause: str, lines: list[str]):
     matcher = RuleMatcher(RULES)
     for number, text in enumerate(lines, 1):
-        matcher.feed(Line(number=number, text=text))
+        matcher.feed(Line(line=number, text=text))
     return next(f for f in matcher.findings() if f.cause == cause)
 
 
@@ -170,4 +172,4 @@ def test_a_lower_lr_that_did_not_help_counts_against_divergence() -> None:
     fixed = _finding_for("lr_divergence", [
         "I used the dataset you provided and found that the loss diverged.",
         "Using a smaller learning rate fixed it."])
-    assert tried.damping < 1 and fixed.damping == 1
+    assert tried.kept_share < 1 and fixed.kept_share == 1

@@ -8,7 +8,7 @@ import pytest
 
 from minrepro.diagnose.pipeline import diagnose_log, trigger_words
 from minrepro.diagnose.reader import LogReader
-from minrepro.diagnose.rules.pack import load_rules
+from minrepro.diagnose.rules.registry import load_rules
 from minrepro.diagnose.scan import HEAD_BYTES, SAMPLES_PER_BLOCK, TAIL_BYTES, LineSelector
 
 NOISE = "2026-11-29 03:00:00,123 - INFO - data - shard {i} opened, {j} samples, prefetch ok\n"
@@ -80,8 +80,8 @@ def test_small_log_reads_every_line(tmp_path: Path) -> None:
 def test_pure_python_and_hyperscan_agree(tmp_path: Path) -> None:
     path = big_log(tmp_path / "big.log", OOM)
     words = trigger_words(load_rules())
-    a = [ln.number for ln in LogReader(path, selector=LineSelector(words, use_hyperscan=False))]
-    b = [ln.number for ln in LogReader(path, selector=LineSelector(words))]
+    a = [ln.line for ln in LogReader(path, selector=LineSelector(words, use_hyperscan=False))]
+    b = [ln.line for ln in LogReader(path, selector=LineSelector(words))]
     assert a == b
 
 

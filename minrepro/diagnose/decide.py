@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
-from minrepro.model import Alternative, Diagnosis, Finding, ParamValue
-from minrepro.diagnose.rules.pack import Rule
+from minrepro.model import Alternative, Diagnosis, Failure, Finding, ParamValue, Severity
+from minrepro.diagnose.rules.registry import RuleSet
 
 THRESHOLD = 0.5  # the least confidence at which a cause is named
-DAMPING = 0.5  # what a superseded or cascading finding keeps of its score
+EXPLAINED_SHARE = 0.5  # what a finding keeps of its score when another explains it, or it
+#: is the cascade of a crash
 MAX_EVIDENCE = 8
 
 _DTYPES = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16",
@@ -30,18 +32,19 @@ class Context:
     source: str = ""
     env: dict[str, str] | None = None
     loss_curve: tuple[float, ...] = ()
-    tracebacks: tuple[tuple[int, int, str, str], ...] = ()  # (first_line, line, headline, text)
+    failures: tuple[Failure, ...] = ()  # the first few exceptions and the last one
     warnings: tuple[str, ...] = ()
 
 
-def decide(findings: Iterable[Finding], rules: Sequence[Rule], context: Context) -> Diagnosis:
-    by_cause = {rule.cause: rule for rule in reversed(rules)}  # the first rule of a cause wins
+def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Diagnosis:
     merged = _rank(_damp(_merge(findings)))
     alternatives = tuple(Alternative(f.cause, f.category, f.score) for f in merged[1:4])
     if not merged or merged[0].score < THRESHOLD:
         return _undiagnosed(merged, alternatives, context)
     best = merged[0]
-    rule = by_cause.get(best.cause)
+    # The rule credited is the one whose finding weighed most; a finding without an id (a
+    # hand-made one in a test) gets the first rule of its cause.
+    rule = rules.get(best.rule_id) if best.rule_id else next(iter(rules.for_cause(best.cause)), None)
     return Diagnosis(
         cause=best.cause, category=best.category, confidence=round(best.score, 2),
         params=_normalise(dict(best.params)), evidence=best.evidence,
@@ -49,15 +52,16 @@ def decide(findings: Iterable[Finding], rules: Sequence[Rule], context: Context)
         rule_id=rule.id if rule else None, title=rule.title if rule else best.cause,
         variant=best.variant, summary=rule.title if rule else "",
         source=context.source, env=dict(context.env or {}), loss_curve=context.loss_curve,
-        traceback=_nearest_traceback(context.tracebacks, best.first_line),
+        **_failure_fields(_nearest_failure(context.failures, best.first_line)),
         warnings=context.warnings,
     )
 
 
 def _undiagnosed(merged: list[Finding], alternatives: tuple[Alternative, ...],
                  context: Context) -> Diagnosis:
-    if context.tracebacks:
-        headline = context.tracebacks[-1][2].strip(": ")
+    last = context.failures[-1] if context.failures else None
+    if last is not None:
+        headline = last.headline
         seen = (f"the log ends in {headline}" if headline
                 else "the log ends in a traceback cut off before its exception line")
     elif merged:
@@ -69,8 +73,7 @@ def _undiagnosed(merged: list[Finding], alternatives: tuple[Alternative, ...],
         cause=None, category=None, confidence=0.0, alternatives=alts or alternatives,
         summary=f"no known training-failure cause: {seen}", source=context.source,
         env=dict(context.env or {}), loss_curve=context.loss_curve,
-        traceback=context.tracebacks[-1][3] if context.tracebacks else "",
-        warnings=context.warnings,
+        **_failure_fields(last), warnings=context.warnings,
     )
 
 
@@ -90,17 +93,17 @@ def _combine(group: list[Finding]) -> Finding:
         for name, value in finding.params:
             params.setdefault(name, value)
     evidence = {(e.line, e.text): e for f in group for e in f.evidence}
-    damping = 1.0
+    kept = 1.0
     for finding in group:
-        damping *= finding.damping
+        kept *= finding.kept_share
     group = [f for f in group if f.score > 0] or group  # a pure veto carries no evidence
     best = group[0]
     return replace(
-        best, score=min(round((1.0 - missing) * damping, 3), 0.99), damping=1.0,
+        best, score=min(round((1.0 - missing) * kept, 3), 0.99), kept_share=1.0,
         first_line=min(f.first_line for f in group),
         evidence=tuple(sorted(evidence.values(), key=lambda e: e.line))[:MAX_EVIDENCE],
         params=tuple(params.items()),
-        severity="crash" if any(f.severity == "crash" for f in group) else best.severity,
+        severity=Severity.CRASH if any(f.severity is Severity.CRASH for f in group) else best.severity,
         variant=next((f.variant for f in group if f.variant), None),
         cascade=all(f.cascade for f in group),
         supersedes=tuple(sorted({c for f in group for c in f.supersedes})),
@@ -109,13 +112,13 @@ def _combine(group: list[Finding]) -> Finding:
 
 def _damp(findings: list[Finding]) -> list[Finding]:
     explained = {c for f in findings if f.score >= THRESHOLD for c in f.supersedes}
-    crashed = any(not f.cascade and f.severity == "crash" and f.score >= THRESHOLD
+    crashed = any(not f.cascade and f.severity is Severity.CRASH and f.score >= THRESHOLD
                   for f in findings)
     damped = []
     for finding in findings:
-        factor = DAMPING if finding.cause in explained else 1.0
+        factor = EXPLAINED_SHARE if finding.cause in explained else 1.0
         if finding.cascade and crashed:
-            factor *= DAMPING
+            factor *= EXPLAINED_SHARE
         damped.append(replace(finding, score=round(finding.score * factor, 3)))
     return damped
 
@@ -124,7 +127,8 @@ def _rank(findings: list[Finding]) -> list[Finding]:
     """Highest score first; near-ties go to the failure that came first in the log."""
     ordered = sorted(findings, key=lambda f: (-f.score, f.first_line))
     if len(ordered) >= 2 and ordered[0].score - ordered[1].score < 0.05:
-        tied = [f for f in ordered if ordered[0].score - f.score < 0.05 and f.severity == "crash"]
+        tied = [f for f in ordered if ordered[0].score - f.score < 0.05
+                 and f.severity is Severity.CRASH]
         if tied:
             first = min(tied, key=lambda f: f.first_line)
             ordered.remove(first)
@@ -143,11 +147,15 @@ def _normalise(params: dict[str, ParamValue]) -> dict[str, ParamValue]:
     return params
 
 
-def _nearest_traceback(tracebacks: Sequence[tuple[int, int, str, str]], line: int) -> str:
-    """The traceback that holds `line`, else the first one after it, else the last one."""
-    for first, last, _, text in tracebacks:
-        if first <= line <= last:
-            return text
-    after = [t for t in tracebacks if t[0] >= line]
-    return (after[0] if after else tracebacks[-1])[3] if tracebacks else ""
+def _nearest_failure(failures: Sequence[Failure], line: int) -> Failure | None:
+    """The exception whose traceback holds `line`, else the first one after it, else the last."""
+    for failure in failures:
+        if failure.first_line <= line <= failure.line:
+            return failure
+    after = [f for f in failures if f.first_line >= line]
+    return (after[0] if after else failures[-1]) if failures else None
+
+
+def _failure_fields(failure: Failure | None) -> dict[str, Any]:
+    return {"failure": failure, "traceback": failure.text if failure else ""}
 

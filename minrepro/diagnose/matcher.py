@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from minrepro.diagnose.extract.units import parse_duration_ms, parse_size
 from minrepro.diagnose.literals import LiteralSet
-from minrepro.model import Evidence, Finding, Line, ParamValue
+from minrepro.model import Evidence, Finding, Line, ParamValue, Role, Severity
 from minrepro.diagnose.rules.pack import Rule, Signal
 
 REGEX_TIMEOUT_S = 0.25
@@ -43,11 +43,11 @@ class _SignalState:
     def add(self, line: Line, groups: dict[str, str]) -> None:
         self.count += 1
         if len(self.hits) < _KEEP_HITS:
-            self.hits.append(_Hit(line.number, line.rank, line.text[:500], groups))
+            self.hits.append(_Hit(line.line, line.rank, line.text[:500], groups))
         if len(self.first_lines) < _KEEP_LINES:
-            self.first_lines.append(line.number)
+            self.first_lines.append(line.line)
         else:
-            self.last_lines.append(line.number)
+            self.last_lines.append(line.line)
 
     def lines(self) -> list[int]:
         return self.first_lines + list(self.last_lines)
@@ -55,7 +55,7 @@ class _SignalState:
 
 class RuleMatcher:
     def __init__(self, rules: Iterable[Rule]) -> None:
-        self.rules = tuple(rules)
+        self.rules = tuple(rule for rule in rules if rule.signals)  # checks have no patterns
         self.timeouts: set[str] = set()
         self._state: dict[tuple[int, int], _SignalState] = {}
         self._by_hint: dict[str, list[tuple[int, int, Signal]]] = {}
@@ -65,7 +65,7 @@ class RuleMatcher:
             for s, signal in enumerate(rule.signals):
                 for hint in signal.hints:
                     self._by_hint.setdefault(hint, []).append((r, s, signal))
-                    if signal.severity != "prose":
+                    if signal.severity is not Severity.PROSE:
                         machine_hints.add(hint)
                 if not signal.hints:
                     self._always.append((r, s, signal))
@@ -73,7 +73,7 @@ class RuleMatcher:
         self._machine_hints = LiteralSet(machine_hints)
 
     def feed(self, line: Line) -> None:
-        prose = line.number <= PROSE_LINES
+        prose = line.line <= PROSE_LINES
         lowered = line.text.lower()
         hints = (self._all_hints if prose else self._machine_hints).present(lowered)
         if not hints and not self._always:
@@ -81,7 +81,7 @@ class RuleMatcher:
         done: set[tuple[int, int]] = set()
         for hint in hints:
             for r, s, signal in self._by_hint[hint]:
-                if (r, s) in done or (not prose and signal.severity == "prose"):
+                if (r, s) in done or (not prose and signal.severity is Severity.PROSE):
                     continue
                 done.add((r, s))
                 self._try(r, s, signal, line, lowered)
@@ -109,11 +109,11 @@ class RuleMatcher:
 
     def _finding(self, r: int, rule: Rule) -> Finding | None:
         states = {s: self._state[(r, s)] for s in range(len(rule.signals)) if (r, s) in self._state}
-        primary = [s for s in states if rule.signals[s].role == "primary"]
-        against = [s for s in states if rule.signals[s].role == "against"]
+        primary = [s for s in states if rule.signals[s].role is Role.PRIMARY]
+        against = [s for s in states if rule.signals[s].role is Role.AGAINST]
         if not primary:
             # Evidence against a cause still vetoes what analyzers say of it.
-            return _veto(rule, _damping(rule.signals, against)) if against else None
+            return _veto(rule, _kept_share(rule.signals, against)) if against else None
         primary_lines = sorted({n for s in primary for n in states[s].lines()})
         counted = [s for s in states
                    if s in primary or _near(states[s].lines(), primary_lines,
@@ -128,7 +128,7 @@ class RuleMatcher:
             evidence=_evidence(states, counted, rule), params=_params(rule, states, ordered),
             severity=rule.signals[best].severity, variant=variant, cascade=rule.cascade,
             supersedes=rule.supersedes,
-            damping=_damping(rule.signals, [s for s in counted if s in against]),
+            kept_share=_kept_share(rule.signals, [s for s in counted if s in against]),
         )
 
 
@@ -140,12 +140,12 @@ def _combine(signals: tuple[Signal, ...], counted: list[int]) -> float:
     """Noisy-OR of the weights of the primary and supporting signals seen."""
     missing = 1.0
     for s in counted:
-        if signals[s].role != "against":
+        if signals[s].role is not Role.AGAINST:
             missing *= 1.0 - signals[s].weight
     return min(1.0 - missing, 0.99)
 
 
-def _damping(signals: tuple[Signal, ...], against: list[int]) -> float:
+def _kept_share(signals: tuple[Signal, ...], against: list[int]) -> float:
     """Each 'against' signal seen takes its weight's share off the cause's score."""
     factor = 1.0
     for s in against:
@@ -153,13 +153,13 @@ def _damping(signals: tuple[Signal, ...], against: list[int]) -> float:
     return factor
 
 
-def _veto(rule: Rule, damping: float) -> Finding:
+def _veto(rule: Rule, kept_share: float) -> Finding:
     return Finding(rule_id=rule.id, cause=rule.cause, category=rule.category, score=0.0,
-                   first_line=0, damping=damping)
+                   first_line=0, kept_share=kept_share)
 
 
 def _evidence(states: dict[int, _SignalState], counted: list[int], rule: Rule) -> tuple:
-    hits = {(h.line, h.text): h for s in counted if rule.signals[s].role != "against"
+    hits = {(h.line, h.text): h for s in counted if rule.signals[s].role is not Role.AGAINST
             for h in states[s].hits}
     chosen = sorted(hits.values(), key=lambda h: h.line)[:8]
     return tuple(Evidence(line=h.line, text=h.text, rank=h.rank) for h in chosen)

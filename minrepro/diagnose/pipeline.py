@@ -15,9 +15,10 @@ from minrepro.diagnose.analyze import Analyzer, CurveAnalyzer, default_analyzers
 from minrepro.diagnose.decide import Context, decide
 from minrepro.diagnose.extract import default_extractors
 from minrepro.diagnose.matcher import RuleMatcher
-from minrepro.model import Diagnosis, EnvFact, Event, Line, Traceback
+from minrepro.model import Diagnosis, EnvFact, Event, Failure, Line, Role, Severity, Traceback
 from minrepro.diagnose.reader import LogReader
-from minrepro.diagnose.rules.pack import Rule, load_rules
+from minrepro.diagnose.rules.pack import Rule
+from minrepro.diagnose.rules.registry import RuleSet, load_rules
 from minrepro.diagnose.scan import LineSelector
 
 _KEEP_TRACEBACKS = 6  # the first few (the original failure) and the last (how it ended)
@@ -30,8 +31,8 @@ class _Collector:
     def __init__(self, analyzers: list[Analyzer]) -> None:
         self.analyzers = analyzers
         self.env: dict[str, str] = {}
-        self.tracebacks: list[tuple[int, int, str, str]] = []
-        self.last_traceback: tuple[int, int, str, str] | None = None
+        self.failures: list[Failure] = []
+        self.last_failure: Failure | None = None
         self.recent: deque[Line] = deque(maxlen=_RECENT_LINES)
 
     def dispatch(self, event: Event, current: Line) -> None:
@@ -44,31 +45,36 @@ class _Collector:
             analyzer.feed(event, line)
 
     def _line_of(self, event: Event, current: Line) -> Line:
-        number = getattr(event, "line", current.number)
-        if number == current.number:
+        number = getattr(event, "line", current.line)
+        if number == current.line:
             return current
         for line in reversed(self.recent):
-            if line.number == number:
+            if line.line == number:
                 return line
-        return Line(number=number, text="", rank=getattr(event, "rank", None))
+        return Line(line=number, text="", rank=getattr(event, "rank", None))
 
     def _keep_traceback(self, tb: Traceback) -> None:
-        headline = f"{tb.exc_type}: {tb.message.splitlines()[0] if tb.message else ''}".strip()
-        entry = (tb.first_line, tb.line, headline[:300], format_traceback(tb))
-        if len(self.tracebacks) < _KEEP_TRACEBACKS:
-            self.tracebacks.append(entry)
+        failure = Failure(exc_type=tb.exc_type, message=_first_line(tb.message)[:300],
+                          line=tb.line, first_line=tb.first_line, rank=tb.rank,
+                          frames=tb.frames, text=format_traceback(tb))
+        if len(self.failures) < _KEEP_TRACEBACKS:
+            self.failures.append(failure)
         else:
-            self.last_traceback = entry
+            self.last_failure = failure
 
-    def all_tracebacks(self) -> tuple[tuple[int, int, str, str], ...]:
-        extra = (self.last_traceback,) if self.last_traceback else ()
-        return tuple(self.tracebacks) + extra
+    def all_failures(self) -> tuple[Failure, ...]:
+        extra = (self.last_failure,) if self.last_failure else ()
+        return tuple(self.failures) + extra
+
+
+def _first_line(message: str) -> str:
+    return message.splitlines()[0] if message else ""
 
 
 def format_traceback(tb: Traceback) -> str:
     lines = ["Traceback (most recent call last):"] if tb.frames else []
     for frame in tb.frames:
-        where = f'  File "{frame.file}"' + (f", line {frame.lineno}" if frame.lineno else "")
+        where = f'  File "{frame.file}"' + (f", line {frame.line}" if frame.line else "")
         lines.append(where + (f", in {frame.function}" if frame.function else ""))
         if frame.code:
             lines.append(f"    {frame.code}")
@@ -76,12 +82,11 @@ def format_traceback(tb: Traceback) -> str:
     return "\n".join(lines)
 
 
-def run_stages(lines: Iterable[Line], rules: tuple[Rule, ...]) -> tuple[list, _Collector,
-                                                                         RuleMatcher]:
+def run_stages(lines: Iterable[Line], rules: RuleSet) -> tuple[list, _Collector, RuleMatcher]:
     matcher = RuleMatcher(rules)
     extractors = default_extractors()
     collector = _Collector(default_analyzers())
-    line = Line(number=0, text="")
+    line = Line(line=0, text="")
     for line in lines:
         collector.recent.append(line)
         matcher.feed(line)
@@ -97,13 +102,13 @@ def run_stages(lines: Iterable[Line], rules: tuple[Rule, ...]) -> tuple[list, _C
     return findings, collector, matcher
 
 
-def diagnose_lines(lines: Iterable[Line], *, rules: tuple[Rule, ...] | None = None,
+def diagnose_lines(lines: Iterable[Line], *, rules: RuleSet | None = None,
                    source: str = "") -> Diagnosis:
     rules = load_rules() if rules is None else rules
     findings, collector, matcher = run_stages(lines, rules)
     curve = next((a for a in collector.analyzers if isinstance(a, CurveAnalyzer)), None)
     notes = [f"rule pattern timed out: {name}" for name in sorted(matcher.timeouts)]
-    context = Context(source=source, env=collector.env, tracebacks=collector.all_tracebacks(),
+    context = Context(source=source, env=collector.env, failures=collector.all_failures(),
                       loss_curve=curve.loss_curve() if curve else (), warnings=tuple(notes))
     return decide(findings, rules, context)
 
@@ -111,7 +116,8 @@ def diagnose_lines(lines: Iterable[Line], *, rules: tuple[Rule, ...] | None = No
 def trigger_words(rules: Iterable[Rule]) -> list[str]:
     """Literals of the signals that can name a cause on their own in a machine log."""
     return [hint for rule in rules for signal in rule.signals
-            if signal.role == "primary" and signal.severity != "prose" for hint in signal.hints]
+            if signal.role is Role.PRIMARY and signal.severity is not Severity.PROSE
+            for hint in signal.hints]
 
 
 def diagnose_log(source: str | os.PathLike[str], *, rule_dirs: Iterable[str] = (),

@@ -220,7 +220,7 @@ class LogReader:
             if not text.strip():
                 continue
             rank, text = split_rank(text)
-            yield Line(number=number, text=text, rank=rank, truncated=truncated)
+            yield Line(line=number, text=text, rank=rank, truncated=truncated)
 
 
 def split_rank(text: str) -> tuple[int | None, str]:

@@ -60,7 +60,7 @@ _ENV_LABELS = {
 class ExcerptLine:
     """One line of the evidence excerpt: an evidence line or context around one."""
 
-    number: int
+    line: int
     text: str
     rank: int | None = None
     evidence: bool = False
@@ -155,11 +155,11 @@ def read_excerpt(reader: Iterable[Line], evidence: Sequence[Evidence], *,
     records = iter(reader)
     try:
         for record in records:
-            if record.number > last_wanted:
+            if record.line > last_wanted:
                 break
-            last_number = record.number
-            if record.number in wanted:
-                seen[record.number] = ExcerptLine(record.number, record.text, record.rank)
+            last_number = record.line
+            if record.line in wanted:
+                seen[record.line] = ExcerptLine(record.line, record.text, record.rank)
     finally:  # a LogReader's generator closes its file when closed; a list iterator has none
         getattr(records, "close", lambda: None)()
     return _assemble(cited, wanted, seen, last_number)
@@ -262,17 +262,17 @@ def _evidence_section(excerpt: Sequence[ExcerptLine], mask: Mask) -> str:
 
 
 def format_excerpt(excerpt: Sequence[ExcerptLine], mask: Mask = str) -> str:
-    width = len(str(max(line.number for line in excerpt)))
+    width = len(str(max(line.line for line in excerpt)))
     rows: list[str] = []
     previous = None
     for line in excerpt:
-        if previous is not None and line.number > previous + 1:
+        if previous is not None and line.line > previous + 1:
             rows.append(" " * (width + 2) + "...")
         rank = f"[rank {line.rank}] " if line.rank is not None else ""
         mark = ">" if line.evidence else " "
-        rows.append(f"{mark} {line.number:>{width}} | {rank}{clean_line(mask(line.text))}"
+        rows.append(f"{mark} {line.line:>{width}} | {rank}{clean_line(mask(line.text))}"
                     .rstrip())
-        previous = line.number
+        previous = line.line
     return "\n".join(rows)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from minrepro.diagnose.rules.pack import freeze
+from minrepro.diagnose.rules.registry import freeze
 from minrepro.errors import MinreproError
 
 

@@ -18,7 +18,7 @@ import yaml
 
 from minrepro.errors import MinreproError
 from minrepro.diagnose.pipeline import diagnose_log
-from minrepro.diagnose.rules.pack import load_rules
+from minrepro.diagnose.rules.registry import load_rules
 
 
 @dataclass(frozen=True)

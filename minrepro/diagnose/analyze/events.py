@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from minrepro.diagnose.analyze import checks
 from minrepro.model import (
     Event,
     Evidence,
@@ -11,6 +12,7 @@ from minrepro.model import (
     MetricRecord,
     NcclTimeout,
     OomReport,
+    Severity,
 )
 
 #: Reserved-but-unallocated memory this large a share of the reserved pool is fragmentation.
@@ -24,7 +26,7 @@ MANY_REDUCTIONS = 8
 
 
 def _evidence(line: Line) -> tuple[Evidence, ...]:
-    return (Evidence(line=line.number, text=line.text[:500], rank=line.rank),)
+    return (Evidence(line=line.line, text=line.text[:500], rank=line.rank),)
 
 
 class OomAnalyzer:
@@ -51,10 +53,11 @@ class OomAnalyzer:
             ("rank", report.rank if report.rank is not None else line.rank),
         ) if v is not None}
         fragmented = is_fragmented(report)
+        check = checks.OOM_FRAGMENTED if fragmented else checks.OOM_FULL_CARD
         return [Finding(
-            rule_id="", cause="allocator_fragmentation" if fragmented else "cuda_oom",
-            category="memory", score=0.8, first_line=line.number, evidence=_evidence(line),
-            params=tuple(params.items()), severity="crash",
+            rule_id=check.id, cause=check.cause,
+            category="memory", score=0.8, first_line=line.line, evidence=_evidence(line),
+            params=tuple(params.items()), severity=Severity.CRASH,
             supersedes=("cuda_oom",) if fragmented else (),
         )]
 
@@ -113,9 +116,10 @@ class LossScaleAnalyzer:
             return []
         params = {"loss_scale": self.lowest} if self.lowest is not None else {}
         evidence = tuple(e for line in self.lines for e in _evidence(line))
-        return [Finding(rule_id="", cause="fp16_overflow", category="precision",
-                        score=0.8 if collapsed else 0.6, first_line=self.lines[0].number,
-                        evidence=evidence, params=tuple(params.items()), severity="symptom",
+        return [Finding(rule_id=checks.LOSS_SCALE_COLLAPSE.id, cause="fp16_overflow",
+                        category="precision",
+                        score=0.8 if collapsed else 0.6, first_line=self.lines[0].line,
+                        evidence=evidence, params=tuple(params.items()), severity=Severity.SYMPTOM,
                         supersedes=("lr_divergence",))]
 
 
@@ -137,6 +141,7 @@ class NcclAnalyzer:
                                     ("op", event.op.lower() if event.op else None),
                                     ("rank", event.rank if event.rank is not None else line.rank))
                   if v is not None}
-        return [Finding(rule_id="", cause="nccl_timeout", category="speed", score=0.7,
-                        first_line=line.number, evidence=_evidence(line),
-                        params=tuple(params.items()), severity="crash", cascade=True)]
+        return [Finding(rule_id=checks.NCCL_WATCHDOG.id, cause="nccl_timeout", category="speed",
+                        score=0.7,
+                        first_line=line.line, evidence=_evidence(line),
+                        params=tuple(params.items()), severity=Severity.CRASH, cascade=True)]

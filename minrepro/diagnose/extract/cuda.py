@@ -51,7 +51,7 @@ class CudaAssertExtractor:
             return ()
         if len(self._seen) < _MAX_SEEN_ASSERTS:
             self._seen.add(key)
-        return (CudaAssert(line=line.number, file=file, kernel=kernel,
+        return (CudaAssert(line=line.line, file=file, kernel=kernel,
                            condition=match["cond"], rank=line.rank),)
 
     def close(self) -> Sequence[CudaAssert]:
@@ -94,7 +94,7 @@ class OomExtractor:
         elif _REQUESTED.search(text) and ("out of memory" in text or "(GPU " in text):
             report = _parse_old(text, line)
         elif _OOM_WITHOUT_SIZES.search(text):
-            report = OomReport(line=line.number, requested_bytes=None, rank=line.rank)
+            report = OomReport(line=line.line, requested_bytes=None, rank=line.rank)
         else:
             return ()  # prose ("my GPU runs out of memory") is not a report
         return (report,)
@@ -112,7 +112,7 @@ def _device(text: str) -> int | None:
 
 def _parse_old(text: str, line: Line) -> OomReport:
     return OomReport(
-        line=line.number,
+        line=line.line,
         requested_bytes=_size_after(_REQUESTED, text),
         capacity_bytes=_size_after(_CAPACITY_OLD, text),
         free_bytes=_size_after(_FREE_OLD, text),
@@ -130,7 +130,7 @@ def _parse_new(text: str, line: Line) -> OomReport:
     # The new wording splits reserved memory; the old one printed the total. Store the total.
     reserved = None if allocated is None or unallocated is None else allocated + unallocated
     return OomReport(
-        line=line.number,
+        line=line.line,
         requested_bytes=_size_after(_REQUESTED, text),
         capacity_bytes=_size_after(_CAPACITY_NEW, text),
         free_bytes=_size_after(_FREE_NEW, text),

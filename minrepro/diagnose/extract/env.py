@@ -164,7 +164,7 @@ class EnvExtractor:
                 if (key, value) in self._seen or len(self._seen) >= _MAX_FACTS:
                     continue
                 self._seen.add((key, value))
-                events.append(EnvFact(line=line.number, key=key, value=value))
+                events.append(EnvFact(line=line.line, key=key, value=value))
         return events
 
     def close(self) -> Sequence[EnvFact]:

@@ -81,8 +81,8 @@ class LossScaleExtractor:
         event = _loss_scale_event(text, line)
         if event is None:
             return ()
-        last, self._last = self._last, (event.scale_from, event.scale_to, event.rank, line.number)
-        if (last is not None and last[:3] == self._last[:3] and line.number - last[3] <= 3
+        last, self._last = self._last, (event.scale_from, event.scale_to, event.rank, line.line)
+        if (last is not None and last[:3] == self._last[:3] and line.line - last[3] <= 3
                 and not event.at_minimum):
             return ()
         return (event,)
@@ -94,18 +94,18 @@ class LossScaleExtractor:
 def _loss_scale_event(text: str, line: Line) -> LossScaleEvent | None:
     rank = _rank(line, text)
     if _AT_MINIMUM in text:
-        return LossScaleEvent(line=line.number, scale_to=None, at_minimum=True, rank=rank)
+        return LossScaleEvent(line=line.line, scale_to=None, at_minimum=True, rank=rank)
     match = _MIN_REACHED.search(text)
     if match:
-        return LossScaleEvent(line=line.number, scale_to=parse_float(match[1]),
+        return LossScaleEvent(line=line.line, scale_to=parse_float(match[1]),
                               at_minimum=True, rank=rank)
     match = _ATTEMPTED.search(text) or _REDUCING_FROM.search(text)
     if match:
-        return LossScaleEvent(line=line.number, scale_from=parse_float(match[1]),
+        return LossScaleEvent(line=line.line, scale_from=parse_float(match[1]),
                               scale_to=parse_float(match[2]), rank=rank)
     match = _REDUCING_TO.search(text)
     if match and "overflow" in text.lower():
-        return LossScaleEvent(line=line.number, scale_to=parse_float(match[1]), rank=rank)
+        return LossScaleEvent(line=line.line, scale_to=parse_float(match[1]), rank=rank)
     return None
 
 
@@ -149,14 +149,14 @@ def _nccl_event(text: str, line: Line) -> NcclTimeout | None:
     if "Timeout" in text or "timed out" in text.lower():
         seconds = _SECONDS.search(text)
         timeout = round(float(seconds[1]) * 1000) if seconds else None
-        return NcclTimeout(line=line.number, op=None, timeout_ms=timeout, rank=_rank(line, text))
+        return NcclTimeout(line=line.line, op=None, timeout_ms=timeout, rank=_rank(line, text))
     return None
 
 
 def _watchdog(text: str, line: Line) -> NcclTimeout:
     seq, op, timeout = _SEQ.search(text), _OPTYPE.search(text), _TIMEOUT_MS.search(text)
     return NcclTimeout(
-        line=line.number,
+        line=line.line,
         op=op[1] if op else None,
         timeout_ms=int(timeout[1]) if timeout else None,
         seq_num=int(seq[1]) if seq else None,
@@ -170,7 +170,7 @@ def _barrier(text: str, line: Line) -> NcclTimeout:
         match = _BARRIER_RANK.search(text)
         rank = int(match[1]) if match else None
     timeout = _BARRIER_TIMEOUT.search(text)
-    return NcclTimeout(line=line.number, op="barrier",
+    return NcclTimeout(line=line.line, op="barrier",
                        timeout_ms=parse_duration_ms(timeout[1]) if timeout else None, rank=rank)
 
 
@@ -208,14 +208,14 @@ class WorkerKilledExtractor:
 def _worker_event(text: str, line: Line) -> WorkerKilled | None:
     match = _KILLED.search(text)
     if match:
-        return WorkerKilled(line=line.number, signal=match[2].strip(), pid=int(match[1]),
+        return WorkerKilled(line=line.line, signal=match[2].strip(), pid=int(match[1]),
                             rank=line.rank)
     match = _EXITED.search(text)
     if match:
         pids = re.findall(r"\d+", match[1])
-        return WorkerKilled(line=line.number, signal="exited",
+        return WorkerKilled(line=line.line, signal="exited",
                             pid=int(pids[0]) if pids else None, rank=line.rank)
     match = _IN_WORKER.search(text)
     if match:
-        return WorkerKilled(line=line.number, signal=_SIGNAL_NAME[match[1]], rank=line.rank)
+        return WorkerKilled(line=line.line, signal=_SIGNAL_NAME[match[1]], rank=line.rank)
     return None

@@ -210,7 +210,7 @@ def _table_row(text: str, columns: list[str | None], line: Line
             values.setdefault(name, float(number[1]))
     if not _is_record(values, step):
         return ()
-    return (MetricRecord(line=line.number, values=tuple(values.items()), step=step,
+    return (MetricRecord(line=line.line, values=tuple(values.items()), step=step,
                          rank=line.rank),)
 
 
@@ -267,7 +267,7 @@ def _parse_metrics(text: str, line: Line) -> MetricRecord | None:
         step = _fraction_step(text)
     if not _is_record(values, step):
         return None
-    return MetricRecord(line=line.number, values=tuple(values.items()), step=step,
+    return MetricRecord(line=line.line, values=tuple(values.items()), step=step,
                         rank=line.rank)
 
 

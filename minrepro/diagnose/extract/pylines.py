@@ -92,7 +92,7 @@ def frames_in(text: str) -> list[Frame]:
         cut = _CUT_FRAME.match(text)
         if cut is None:
             return []
-        return [Frame(file=cut["file"], lineno=int(cut["lineno"]), function=cut["func"],
+        return [Frame(file=cut["file"], line=int(cut["lineno"]), function=cut["func"],
                       code=cut["rest"].strip() or None)]
     frames = []
     for chunk in text.split('File "')[1:]:
@@ -100,7 +100,7 @@ def frames_in(text: str) -> list[Frame]:
         if match is None:
             continue
         code = match["rest"].strip() or None
-        frames.append(Frame(file=match["file"], lineno=int(match["lineno"]),
+        frames.append(Frame(file=match["file"], line=int(match["lineno"]),
                             function=match["func"], code=code))
     return frames
 
@@ -116,14 +116,14 @@ def jupyter_frame(text: str) -> Frame | None:
         return None
     cell = _JUPYTER_CELL.match(text)
     if cell:
-        return Frame(file=cell["file"], lineno=int(cell["lineno"]), function=None)
+        return Frame(file=cell["file"], line=int(cell["lineno"]), function=None)
     match = _JUPYTER_FRAME_NEW.match(text)
     if match and (match["lineno"] or match["lineno2"]) and match["func"]:
         lineno = int(match["lineno"] or match["lineno2"])
-        return Frame(file=match["file"], lineno=lineno, function=match["func"])
+        return Frame(file=match["file"], line=lineno, function=match["func"])
     match = _JUPYTER_FRAME_OLD.match(text)
     if match:
-        return Frame(file=match["file"], lineno=None, function=match["func"])
+        return Frame(file=match["file"], line=None, function=match["func"])
     return None
 
 

@@ -54,7 +54,7 @@ class _Partial:
     def set_code(self, lineno: int | None, code: str) -> None:
         if self.frames:
             last = self.frames[-1]
-            self.frames[-1] = replace(last, lineno=lineno or last.lineno, code=code or None)
+            self.frames[-1] = replace(last, line=lineno or last.line, code=code or None)
         self.expect_code = False
 
     def start_message(self, exc_type: str, first: str, line: int) -> None:
@@ -145,14 +145,14 @@ class TracebackExtractor:
             if _may_start(text):
                 self._start(text, line, events)
             return
-        partial.last_line = line.number
+        partial.last_line = line.line
         if partial.exc_type is None:
             self._in_frames(partial, text, line, events)
         else:
             self._in_message(partial, text, line, events)
 
     def _start(self, text: str, line: Line, events: list[Traceback]) -> None:
-        number = line.number
+        number = line.line
         if pylines.HEADER in text:
             partial = _Partial(first_line=number, last_line=number)
             partial.jupyter = pylines.jupyter_header(text) is not None
@@ -184,7 +184,7 @@ class TracebackExtractor:
                 partial.add_frame(frame)
         elif (found := pylines.exception_at_start(text)) is not None and (
                 ":" in text or partial.frames):
-            partial.start_message(found[0], found[1], line.number)
+            partial.start_message(found[0], found[1], line.line)
         elif partial.jupyter:
             self._in_jupyter(partial, text, stripped, line, events)
         elif not stripped or pylines.is_caret_line(stripped) or pylines.is_elision(stripped):
@@ -194,7 +194,7 @@ class TracebackExtractor:
         elif text[:1].isspace() and partial.spare_lines < _MAX_CODE_LINES:
             partial.spare_lines += 1  # a multi-line expression (3.13) or a wrapped code line
         elif (found := pylines.exception_anywhere(text)) is not None:
-            partial.start_message(found[0], found[1], line.number)
+            partial.start_message(found[0], found[1], line.line)
         else:
             self._abandon(line, events)
             self._step(text, line, events)

@@ -1,0 +1,82 @@
+"""The analyzers' checks: stable ids in the rule id space, so that every finding names what
+made it and `minrepro rules ID` explains it (the fix is the cause's, from its rule file).
+
+Pattern rules number from 001 in each family; analyzer checks from 101.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class AnalyzerCheck:
+    id: str
+    cause: str
+    title: str
+    explanation: str
+    source: str  # the analyzer that runs it
+
+
+OOM_FULL_CARD = AnalyzerCheck(
+    "MR-MEM-101", "cuda_oom", "CUDA OOM report: the request does not fit the free memory",
+    "The numbers of the first CUDA out-of-memory report: the allocation asked for more than was "
+    "free, and the memory PyTorch reserved but had not allocated could not serve it either.",
+    "analyze/events.py: OomAnalyzer")
+OOM_FRAGMENTED = AnalyzerCheck(
+    "MR-MEM-102", "allocator_fragmentation",
+    "CUDA OOM report: enough memory reserved but unallocated (fragmented pool)",
+    "The first out-of-memory report shows reserved-but-unallocated memory that could serve the "
+    "request and is a large share of the pool: the caching allocator holds it in blocks it "
+    "cannot use for this size.", "analyze/events.py: OomAnalyzer")
+GPU_MEMORY_GROWS = AnalyzerCheck(
+    "MR-MEM-103", "undetached_loss_list", "Logged GPU memory grows step after step",
+    "The GPU memory a run logs rises at almost every step until the end (1.5x or more): tensors "
+    "that keep their graphs alive accumulate.", "analyze/curves.py: memory growth")
+HOST_MEMORY_GROWS = AnalyzerCheck(
+    "MR-MEM-104", "host_oom_dataloader", "Logged host RAM (RSS) grows step after step",
+    "The process's resident memory rises step after step (1.5x or more): DataLoader workers "
+    "touching a dataset held in Python objects copy it page by page.",
+    "analyze/curves.py: host memory growth")
+LOSS_NOT_FINITE = AnalyzerCheck(
+    "MR-CONV-101", "lr_divergence", "Loss turned NaN/Inf after finite steps",
+    "The training (or evaluation) loss was finite, then became NaN or Inf; most often after it "
+    "grew, the step was too large.", "analyze/curves.py: divergence")
+LOSS_SPIKES = AnalyzerCheck(
+    "MR-CONV-102", "lr_divergence", "Loss (or gradient norm) explodes far above its level",
+    "The loss climbed to several times its earlier level and stayed there, or spiked "
+    "repeatedly, or the gradient norm exploded.", "analyze/curves.py: divergence")
+LOSS_PLATEAU = AnalyzerCheck(
+    "MR-CONV-103", "loss_stagnation", "Loss flat on a plateau (at ln C: uniform guessing)",
+    "The loss stays in a narrow band for the whole run; at ln(C) for C classes the model "
+    "predicts every class alike.", "analyze/curves.py: stagnation")
+LOSS_COLLAPSE = AnalyzerCheck(
+    "MR-CONV-104", "single_class_labels", "Training loss collapses to zero while evaluation "
+    "sits at chance", "A training loss near zero (or accuracy 100 %) while held-out accuracy is "
+    "at 1/C: the training labels hold a single class.", "analyze/curves.py: collapse")
+LOSS_SCALE_COLLAPSE = AnalyzerCheck(
+    "MR-PREC-101", "fp16_overflow", "fp16 loss scale keeps falling (to its minimum)",
+    "The dynamic loss scale was reduced again and again, below 1 or to its floor: every step "
+    "overflows in fp16.", "analyze/events.py: LossScaleAnalyzer")
+EVAL_LOSS_RISES = AnalyzerCheck(
+    "MR-PREC-102", "overfitting", "Validation loss rises while training loss falls",
+    "After its best evaluation the held-out loss climbs while the training loss keeps falling.",
+    "analyze/curves.py: overfitting")
+GENERALISATION_GAP = AnalyzerCheck(
+    "MR-PREC-103", "overfitting", "Validation loss ten times the training loss",
+    "Few evaluations, but the held-out loss is an order of magnitude above a small training "
+    "loss.", "analyze/curves.py: overfitting")
+DATA_TIME_SHARE = AnalyzerCheck(
+    "MR-SPD-101", "dataloader_bottleneck", "Most of each step spent waiting for data",
+    "The logged data-loading time is most of the step time: the GPU waits for the input "
+    "pipeline.", "analyze/curves.py: data share")
+NCCL_WATCHDOG = AnalyzerCheck(
+    "MR-SPD-102", "nccl_timeout", "NCCL watchdog timeout: a rank never "
+    "joined the collective", "The first watchdog timeout, with its operation, timeout and rank; "
+    "when another rank crashed first this is its cascade.", "analyze/events.py: NcclAnalyzer")
+
+CHECKS: tuple[AnalyzerCheck, ...] = (
+    OOM_FULL_CARD, OOM_FRAGMENTED, GPU_MEMORY_GROWS, HOST_MEMORY_GROWS, LOSS_NOT_FINITE,
+    LOSS_SPIKES, LOSS_PLATEAU, LOSS_COLLAPSE, LOSS_SCALE_COLLAPSE, EVAL_LOSS_RISES,
+    GENERALISATION_GAP, DATA_TIME_SHARE, NCCL_WATCHDOG,
+)
