@@ -11,12 +11,15 @@ import sys
 import tempfile
 from enum import IntEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from minrepro.errors import MinreproError
 from minrepro.model import Diagnosis
+
+if TYPE_CHECKING:
+    from minrepro.repro.verify import VerifyResult
 
 
 class ExitCode(IntEnum):
@@ -39,8 +42,8 @@ RulesOpt = Annotated[list[Path] | None, typer.Option(
 
 def _diagnose(log: str, rules: list[Path] | None = None, *, progress: bool = False) -> Diagnosis:
     from minrepro.diagnose.pipeline import diagnose_log
-    from minrepro.output.progress import progress_for
     from minrepro.diagnose.reader import LogReader
+    from minrepro.output.progress import progress_for
 
     reader = LogReader(log)
     with progress_for(reader, enabled=progress):
@@ -92,22 +95,37 @@ def repro(log: LogArg,
     else:
         typer.echo(text, nl=False)
     if verify:
-        _verify_text(text, output)
+        result = _verify_text(text, output)
+        typer.echo(f"minrepro: verify: {_verify_line(result)}", err=True)
+        raise typer.Exit(_verify_exit(result))
     raise typer.Exit(ExitCode.DIAGNOSED)
 
 
-def _verify_text(text: str, written: Path | None) -> None:
+def _verify_text(text: str, written: Path | None) -> VerifyResult:
     from minrepro.repro.verify import verify_script
 
     if written is not None:
-        result = verify_script(written)
-    else:
-        with tempfile.TemporaryDirectory(prefix="minrepro-") as tmp:
-            path = Path(tmp) / "repro.py"
-            path.write_text(text, encoding="utf-8")
-            result = verify_script(path)
-    typer.echo(f"minrepro: verify: {result.outcome} (exit {result.exit_code}):"
-               f" {result.last_line}", err=True)
+        return verify_script(written)
+    with tempfile.TemporaryDirectory(prefix="minrepro-") as tmp:
+        path = Path(tmp) / "repro.py"
+        path.write_text(text, encoding="utf-8")
+        return verify_script(path)
+
+
+def _verify_line(result: VerifyResult) -> str:
+    """`reproduced: exit 1 in 1.2s: REPRODUCED: ...`, or the reason a run failed."""
+    code = "killed" if result.exit_code is None else f"exit {result.exit_code}"
+    said = result.reason if result.outcome in ("error", "cannot_test") else result.last_line
+    return f"{result.outcome.value}: {code} in {result.seconds:.1f}s: {said or result.last_line}"
+
+
+def _verify_exit(result: VerifyResult) -> int:
+    """0 the expected outcome, 1 the other one, 125 cannot test here, 2 an error."""
+    if result.passed:
+        return 0
+    if result.outcome == "cannot_test":
+        return int(ExitCode.CANNOT_TEST)
+    return 1 if result.outcome in ("reproduced", "not_reproduced") else int(ExitCode.USAGE)
 
 
 @app.command()
@@ -122,17 +140,14 @@ def verify(script: Annotated[Path, typer.Argument(help="A repro script written b
     Exit 0 when the outcome is the expected one (reproduced; with --fixed, not reproduced),
     1 when it is the other one, 125 when it cannot be tested here, 2 on an error.
     """
+    from minrepro.errors import BadInputError, shown_path
     from minrepro.repro.verify import verify_script
 
     if not script.is_file():
-        raise typer.BadParameter(f"{script}: no such file", param_hint="SCRIPT")
+        raise BadInputError(f"{shown_path(script)}: no such file")
     result = verify_script(script, fixed=fixed, timeout=timeout, device=device)
-    typer.echo(f"{result.outcome}: exit {result.exit_code} in {result.seconds:.1f}s:"
-               f" {result.last_line}")
-    expected = "not_reproduced" if fixed else "reproduced"
-    other = "reproduced" if fixed else "not_reproduced"
-    codes = {expected: 0, other: 1, "cannot_test": int(ExitCode.CANNOT_TEST)}
-    raise typer.Exit(codes.get(result.outcome, int(ExitCode.USAGE)))
+    typer.echo(_verify_line(result))
+    raise typer.Exit(_verify_exit(result))
 
 
 @app.command()

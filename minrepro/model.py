@@ -14,7 +14,28 @@ from typing import Union
 ParamValue = Union[int, float, str]
 
 
-class Severity(str, Enum):
+class Name(str, Enum):
+    """A fixed set of names: compares equal to, prints and formats as its value."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class RootClass(Name):
+    """Where a failure comes from; a fleet's root-cause distribution is told in these."""
+
+    CONFIG = "config"  # a setting or command is wrong: lr, batch size, a path, a port ...
+    DATA = "data"  # labels out of range or of one class, NaN inputs, corrupt files
+    CODE = "code"  # the training code itself: autograd misuse, device/dtype/shape mixing
+    ENVIRONMENT = "environment"  # CUDA/driver/torch builds, missing or incompatible packages
+    FRAMEWORK = "framework"  # a bug inside PyTorch or a library
+    HARDWARE = "hardware"  # GPU Xid/ECC, a node or the network fabric failing
+
+
+class Severity(Name):
     """What kind of evidence a finding rests on (a str: JSON and YAML spell it as its value)."""
 
     CRASH = "crash"  # the run stopped: an exception, an assert, a kill
@@ -23,7 +44,7 @@ class Severity(str, Enum):
     PROSE = "prose"  # words of a bug report, not of a machine log
 
 
-class Role(str, Enum):
+class Role(Name):
     """How a rule's signal counts towards its cause."""
 
     PRIMARY = "primary"  # names the cause on its own

@@ -42,10 +42,11 @@ class Checker:
         """`value` as a mapping whose keys are all in `allowed` (any keys when None)."""
         if not isinstance(value, dict):
             self.fail(key, "should be a mapping")
-        for name in value if allowed is not None else ():
-            if name not in allowed:
-                self.fail(f"{key}.{name}" if key else str(name),
-                          f"unknown key (allowed: {', '.join(sorted(allowed))})")
+        if allowed is not None:
+            for name in value:
+                if name not in allowed:
+                    self.fail(f"{key}.{name}" if key else str(name),
+                              f"unknown key (allowed: {', '.join(sorted(allowed))})")
         return value
 
     def require(self, mapping: Mapping[str, Any], keys: Collection[str], path: str = "") -> None:

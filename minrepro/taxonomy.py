@@ -2,19 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
-
-
-class RootClass(str, Enum):
-    """Where a failure comes from; a fleet's root-cause distribution is told in these."""
-
-    CONFIG = "config"  # a setting or command is wrong: lr, batch size, a path, a port ...
-    DATA = "data"  # labels out of range or of one class, NaN inputs, corrupt files
-    CODE = "code"  # the training code itself: autograd misuse, device/dtype/shape mixing
-    ENVIRONMENT = "environment"  # CUDA/driver/torch builds, missing or incompatible packages
-    FRAMEWORK = "framework"  # a bug inside PyTorch or a library
-    HARDWARE = "hardware"  # GPU Xid/ECC, a node or the network fabric failing
-
+from minrepro.model import RootClass
 
 TAXONOMY: dict[str, tuple[str, ...]] = {
     "memory": ("undetached_loss_list", "cuda_oom", "allocator_fragmentation",

@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from minrepro.model import Diagnosis, Evidence  # noqa: E402
 from minrepro.repro.render import has_template, load_spec, render_repro, write_script  # noqa: E402
-from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF  # noqa: E402
 from minrepro.repro.verify import verify_script  # noqa: E402
+from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF  # noqa: E402
 
 #: (bug exit, fixed exit) where it is not (1, 0): a working CUDA install has no env mismatch
 EXPECTED = {"cuda_env_mismatch": (0, 0)}

@@ -7,7 +7,12 @@ import math
 import pytest
 
 from minrepro.diagnose.analyze import CurveAnalyzer
-from minrepro.diagnose.analyze.events import LossScaleAnalyzer, NcclAnalyzer, OomAnalyzer, is_fragmented
+from minrepro.diagnose.analyze.events import (
+    LossScaleAnalyzer,
+    NcclAnalyzer,
+    OomAnalyzer,
+    is_fragmented,
+)
 from minrepro.model import Line, LossScaleEvent, MetricRecord, NcclTimeout, OomReport
 
 GIB = 1 << 30

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from minrepro.diagnose.extract.events import LossScaleExtractor, NcclExtractor, WorkerKilledExtractor
+from minrepro.diagnose.extract.events import (
+    LossScaleExtractor,
+    NcclExtractor,
+    WorkerKilledExtractor,
+)
 from minrepro.model import Line, LossScaleEvent, NcclTimeout, WorkerKilled
 
 

@@ -37,8 +37,8 @@ from typing import Any
 
 import pytest
 
-from minrepro.output.contract import diagnosis_to_json
 from minrepro.diagnose.pipeline import diagnose_log
+from minrepro.output.contract import diagnosis_to_json
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"

@@ -24,8 +24,8 @@ from test_hostile_input import (  # noqa: E402 - the shared runner
     run_cli,
 )
 
-from minrepro.errors import RulePackError
 from minrepro.diagnose.rules.registry import load_rules
+from minrepro.errors import RulePackError
 
 BASE: dict[str, Any] = {
     "id": "MR-USR-001",

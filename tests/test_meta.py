@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from minrepro.repro.render import has_template, template_dir
 from minrepro.diagnose.rules.registry import load_rules
+from minrepro.repro.render import has_template, load_spec, template_dir
 from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF, TAXONOMY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,3 +41,8 @@ def test_negative_samples() -> None:
     negatives = [c for c in LABELS if c["category"] == "none"]
     assert len(negatives) >= 3
     assert {c["cause"] for c in negatives} >= {"healthy", "unrelated_error"}
+
+
+@pytest.mark.parametrize("cause", [c for c in ALL_CAUSES if has_template(c)])
+def test_every_template_says_what_its_failure_prints(cause: str) -> None:
+    assert load_spec(cause).expect, f"templates/{cause}.yaml has no expect"

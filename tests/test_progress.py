@@ -6,8 +6,8 @@ import io
 import time
 from pathlib import Path
 
-from minrepro.output import progress
 from minrepro.diagnose.reader import LogReader
+from minrepro.output import progress
 
 
 class _Tty(io.StringIO):

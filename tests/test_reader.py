@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from minrepro.errors import BadInputError
 from minrepro.diagnose.reader import LogReader, split_rank
+from minrepro.errors import BadInputError
 
 
 def read(path: Path, **options) -> list[tuple[int, int | None, str]]:

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minrepro.repro import render
 from minrepro.errors import OutputError, RenderError
 from minrepro.model import Diagnosis, Evidence
+from minrepro.repro import render
 from minrepro.repro.render import (
     check_script,
     comment_text,
@@ -28,6 +28,7 @@ from minrepro.repro.render import (
     resolve_values,
     write_script,
 )
+from minrepro.repro.spec import Origin, Resolved
 
 FORBIDDEN = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\x00\u202e"
 HOSTILE = [
@@ -88,33 +89,33 @@ def test_comment_limit_and_whitespace() -> None:
 
 def test_values_from_the_log_defaults_and_clamping() -> None:
     spec = load_spec("position_overflow")
-    values, origin, clamped = resolve_values(spec, {"seq_len": 100_000, "max_positions": 512})
-    assert values == {"seq_len": 4096, "max_positions": 512}
-    assert origin == {"seq_len": "clamped", "max_positions": "log"}
-    assert clamped == {"seq_len": 100_000}
-    values, origin, _ = resolve_values(spec, {})
-    assert values == {"seq_len": 600, "max_positions": 512}
-    assert set(origin.values()) == {"default"}
+    resolved = resolve_values(spec, {"seq_len": 100_000, "max_positions": 512})
+    assert resolved == {"seq_len": Resolved(4096, Origin.CLAMPED, 100_000),
+                        "max_positions": Resolved(512, Origin.LOG)}
+    resolved = resolve_values(spec, {})
+    assert {name: item.value for name, item in resolved.items()} == {"seq_len": 600,
+                                                                      "max_positions": 512}
+    assert {item.origin for item in resolved.values()} == {Origin.DEFAULT}
 
 
 @pytest.mark.parametrize("bad", ["937", True, 937.0, None, [937], math.nan, object()])
 def test_wrong_types_fall_back_to_the_default(bad: object) -> None:
-    values, origin, _ = resolve_values(load_spec("position_overflow"), {"seq_len": bad})
-    assert values["seq_len"] == 600 and origin["seq_len"] == "default"
+    resolved = resolve_values(load_spec("position_overflow"), {"seq_len": bad})
+    assert resolved["seq_len"] == Resolved(600, Origin.DEFAULT)
 
 
 def test_huge_numbers_are_clamped(make_diagnosis) -> None:
-    values, origin, _ = resolve_values(load_spec("position_overflow"), {"seq_len": 10 ** 5000})
-    assert values["seq_len"] == 4096 and origin["seq_len"] == "clamped"
+    resolved = resolve_values(load_spec("position_overflow"), {"seq_len": 10 ** 5000})
+    assert resolved["seq_len"].value == 4096 and resolved["seq_len"].origin is Origin.CLAMPED
     text = render_repro(make_diagnosis("position_overflow", params={"seq_len": 10 ** 5000}))
     assert "seq_len=4096 (clamped from a huge number)" in text
 
 
 def test_choice_values() -> None:
     spec = load_spec("softmax_overflow")
-    assert resolve_values(spec, {"dtype": "bfloat16"})[0]["dtype"] == "bfloat16"
-    values, origin, _ = resolve_values(spec, {"dtype": "torch.bfloat16'); import os"})
-    assert values["dtype"] == "float16" and origin["dtype"] == "default"
+    assert resolve_values(spec, {"dtype": "bfloat16"})["dtype"].value == "bfloat16"
+    resolved = resolve_values(spec, {"dtype": "torch.bfloat16'); import os"})
+    assert resolved["dtype"] == Resolved("float16", Origin.DEFAULT)
 
 
 @pytest.mark.parametrize(("params", "expected"), [
@@ -126,11 +127,12 @@ def test_choice_values() -> None:
     ({"max_positions": 2000}, (2001, 2000)),  # a default moved by the relation stays default
 ])
 def test_relation_survives_clamping(params: dict, expected: tuple) -> None:
-    values, origin, _ = resolve_values(load_spec("position_overflow"), params)
-    assert (values["seq_len"], values["max_positions"]) == expected
-    assert values["seq_len"] > values["max_positions"]
+    resolved = resolve_values(load_spec("position_overflow"), params)
+    seq_len, max_positions = resolved["seq_len"], resolved["max_positions"]
+    assert (seq_len.value, max_positions.value) == expected
+    assert seq_len.value > max_positions.value
     if "seq_len" not in params:
-        assert origin["seq_len"] == "default"
+        assert seq_len.origin is Origin.DEFAULT
 
 
 # --- rendering -----------------------------------------------------------------------------
@@ -179,7 +181,7 @@ def test_header_names_what_where_values_and_how(make_diagnosis) -> None:
     assert header[2].startswith("# from run.log: line 12 [rank 3]: RuntimeError")
     assert "seq_len=4096 (clamped from 100000)" in header[3]
     assert "max_positions=512 (log)" in header[3]
-    assert "--fixed" in header[5] and "125" in header[5]
+    assert "--fixed" in header[4] and "125" in header[4]
     assert "/abs/path" not in text
 
 
@@ -263,27 +265,28 @@ def test_a_str_param_reaches_code_only_as_a_literal(template_root: Path, make_di
 
 
 @pytest.mark.parametrize(("spec", "message"), [
-    ("params: {}\nextra: 1\n", "demo.yaml: unknown key 'extra'"),
-    ("params:\n  n: {type: int, default: 1, maxx: 3}\n", "params.n: unknown key 'maxx'"),
-    ("params:\n  n: {type: int, default: 1, max: high}\n", "params.n: option 'max' should be int"),
-    ("params:\n  n: {type: int, default: true}\n", "params.n: option 'default' should be int"),
-    ("params:\n  n: {type: int, default: 9, max: 3}\n", "params.n: option 'default' is not"),
-    ("params:\n  n: {type: int, min: 1}\n", "params.n: missing key 'default'"),
+    ("params: {}\nextra: 1\n", "demo.yaml: extra: unknown key"),
+    ("params:\n  n: {type: int, default: 1, maxx: 3}\n", "params.n.maxx: unknown key"),
+    ("params:\n  n: {type: int, default: 1, max: high}\n", "params.n.max: should be int"),
+    ("params:\n  n: {type: int, default: true}\n", "params.n.default: should be int"),
+    ("params:\n  n: {type: int, default: 9, max: 3}\n", "params.n.default: is not"),
+    ("params:\n  n: {type: int, min: 1}\n", "params.n.default: is required"),
     ("params:\n  n: {type: list, default: 1}\n", "params.n: should be a mapping with type"),
-    ("params:\n  n: {type: choice, default: a}\n", "params.n: option 'choices'"),
-    ("params:\n  n: {type: choice, default: c, choices: [a, b]}\n", "option 'default' is not"),
-    ("params:\n  n: {type: str, default: x, max_len: 0}\n", "option 'max_len'"),
-    ("params:\n  1n: {type: int, default: 1}\n", "params.1n: name should be"),
-    ("variants: []\n", "variants should be"),
-    ("gpu_only: yes please\n", "gpu_only should be bool"),
+    ("params:\n  n: {type: choice, default: a}\n", "params.n.choices: should be"),
+    ("params:\n  n: {type: choice, default: c, choices: [a, b]}\n", "params.n.default: is not"),
+    ("params:\n  n: {type: str, default: x, max_len: 0}\n", "params.n.max_len: should be"),
+    ("params:\n  1n: {type: int, default: 1}\n", "params.1n: should be a Python identifier"),
+    ("variants: []\n", "variants: should be"),
+    ("gpu_only: yes please\n", "gpu_only: should be true or false"),
+    ("expect: [1]\n", "expect: should be a string or a list"),
     ("params:\n  n: {type: int, default: 1}\nrelations: [[n, '>', m]]\n", "relations[0]: 'm'"),
     ("params:\n  n: {type: int, default: 1}\nrelations: [[n, '!=', n]]\n", "relations[0]"),
     ("params:\n  a: {type: int, default: 1}\n  b: {type: int, default: 2}\n"
      "relations: [[a, '>', b]]\n", "defaults do not satisfy"),
     ("params: [\n", "demo.yaml: cannot load"),
     ("- 1\n", "the spec should be a mapping"),
-    ("params:\n  n: {type: int, default: 1}\nexample: {m: 3}\n", "example should map declared"),
-    ("example: [1]\n", "example should map declared"),
+    ("params:\n  n: {type: int, default: 1}\nexample: {m: 3}\n", "example: should map declared"),
+    ("example: [1]\n", "example: should map declared"),
 ])
 def test_bad_specs_name_file_and_key(template_root: Path, spec: str, message: str) -> None:
     (template_root / "demo.py.j2").write_text(BODY)
@@ -298,9 +301,9 @@ def test_float_bounds_written_the_yaml_way(template_root: Path) -> None:
     (template_root / "demo.yaml").write_text(
         "params:\n  lr: {type: float, default: 1.0, min: 1e-8, max: 1e4}\n")
     spec = load_spec("demo")
-    assert resolve_values(spec, {"lr": 1e9}) == ({"lr": 1e4}, {"lr": "clamped"}, {"lr": 1e9})
-    assert resolve_values(spec, {"lr": 3})[0] == {"lr": 3.0}
-    assert resolve_values(spec, {"lr": math.inf})[1] == {"lr": "default"}
+    assert resolve_values(spec, {"lr": 1e9}) == {"lr": Resolved(1e4, Origin.CLAMPED, 1e9)}
+    assert resolve_values(spec, {"lr": 3})["lr"].value == 3.0
+    assert resolve_values(spec, {"lr": math.inf})["lr"].origin is Origin.DEFAULT
 
 
 def test_broken_templates_raise_render_errors(template_root: Path, make_diagnosis) -> None:

@@ -20,10 +20,9 @@ from typer.testing import CliRunner
 import minrepro.report.envreport
 import minrepro.repro.render
 from minrepro.cli import app, main
-from minrepro.report.envreport import EnvField, EnvReport, EnvSection
+from minrepro.diagnose.pipeline import diagnose_log
 from minrepro.errors import OutputError, RenderError
 from minrepro.model import Diagnosis, Evidence, Line
-from minrepro.diagnose.pipeline import diagnose_log
 from minrepro.output.redact import Redactor, local_redactor, mask_home_paths, redact
 from minrepro.report.bugreport import (
     ExcerptLine,
@@ -36,6 +35,7 @@ from minrepro.report.bugreport import (
     sparkline,
     write_text,
 )
+from minrepro.report.envreport import EnvField, EnvReport, EnvSection
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"

@@ -17,8 +17,8 @@ import pytest
 
 from minrepro.model import Diagnosis, Evidence
 from minrepro.repro.render import imported_modules, load_spec, render_repro, write_script
-from minrepro.taxonomy import CORE_CAUSES
 from minrepro.repro.verify import VerifyResult, verify_script
+from minrepro.taxonomy import CORE_CAUSES
 
 pytestmark = pytest.mark.slow
 
@@ -56,6 +56,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple, Future]:
     clamped = write_script(render_repro(diagnosis("position_overflow", "index", CLAMPED)),
                            folder / "clamped.py")
     futures["clamped"] = pool.submit(verify_script, clamped, timeout=TIMEOUT)
+    # The same script told to expect another error: its own check must not call this one a
+    # reproduction (the IndexError is re-raised), whatever verify would say.
+    text = render_repro(diagnosis("position_overflow", "index"))
+    other = write_script(_expecting(text, "some other error"), folder / "other.py")
+    futures["other"] = pool.submit(verify_script, other, timeout=TIMEOUT, expect=())
     yield futures
     pool.shutdown(wait=True)
 
@@ -97,6 +102,18 @@ def test_clamped_values_keep_the_failing_relation(runs: dict) -> None:
     assert "seq_len=2049 (clamped from 300), max_positions=2048 (clamped from 100000)" in text
     result = runs["clamped"].result()
     assert (result.exit_code, result.outcome) == (1, "reproduced"), show(result)
+
+
+def _expecting(text: str, expected: str) -> str:
+    start = text.index("EXPECT = (")
+    end = text.index("\n", start)
+    return text[:start] + f"EXPECT = ({expected!r},)" + text[end:]
+
+
+def test_the_script_checks_the_error_it_caught(runs: dict) -> None:
+    result = runs["other"].result()
+    assert result.outcome == "error" and "REPRODUCED" not in result.last_line, show(result)
+    assert "IndexError: index out of range in self" in result.output_tail
 
 
 def test_position_overflow_sets_launch_blocking_before_torch() -> None:

@@ -19,8 +19,8 @@ import yaml
 
 from minrepro.diagnose.pipeline import diagnose_log
 from minrepro.repro.render import render_repro
-from minrepro.taxonomy import CORE_CAUSES, GPU_ONLY_CAUSES
 from minrepro.repro.verify import verify_script
+from minrepro.taxonomy import CORE_CAUSES, GPU_ONLY_CAUSES
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("MINREPRO_CORPUS", ROOT.parent / "shared" / "corpus" / "dev"))

@@ -18,8 +18,8 @@ import pytest
 
 from minrepro.model import Diagnosis, Evidence
 from minrepro.repro.render import imported_modules, load_spec, render_repro, write_script
-from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF, CORE_CAUSES, GPU_ONLY_CAUSES
 from minrepro.repro.verify import VerifyResult, verify_script
+from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF, CORE_CAUSES, GPU_ONLY_CAUSES
 
 pytestmark = pytest.mark.slow
 

@@ -9,13 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from minrepro.diagnose.matcher import RuleMatcher
+from minrepro.diagnose.pipeline import diagnose_lines
 from minrepro.diagnose.rules import files as rulefiles
 from minrepro.diagnose.rules import registry as rulepack
-from minrepro.errors import RulePackError
-from minrepro.diagnose.matcher import RuleMatcher
-from minrepro.model import Line
 from minrepro.diagnose.rules.pack import load_rule_file
 from minrepro.diagnose.rules.registry import load_rules
+from minrepro.errors import RulePackError
+from minrepro.model import Line
 from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF
 
 REGISTRY = load_rules(eager=True)  # compiles every regex and checks its groups
@@ -173,3 +174,26 @@ def test_a_lower_lr_that_did_not_help_counts_against_divergence() -> None:
         "I used the dataset you provided and found that the loss diverged.",
         "Using a smaller learning rate fixed it."])
     assert tried.kept_share < 1 and fixed.kept_share == 1
+
+
+CASES = [(rule, case) for rule in RULES for case in rule.cases]
+
+
+def test_every_rule_file_carries_cases() -> None:
+    for rule in RULES:
+        causes = [case.cause for case in rule.cases]
+        assert rule.cause in causes, f"{rule.id} has no case that names its cause"
+        assert any(c != rule.cause for c in causes), f"{rule.id} has no look-alike case"
+
+
+@pytest.mark.parametrize(("rule", "case"), CASES, ids=lambda x: getattr(x, "name", "")[:40])
+def test_rule_cases_through_matcher_and_decide(rule, case) -> None:
+    """Each named case is a whole log: matcher, extractors, analyzers and decide together."""
+    lines = [Line(line=n, text=text) for n, text in enumerate(case.log.splitlines(), 1)]
+    diagnosis = diagnose_lines(lines, rules=REGISTRY)
+    assert diagnosis.cause == case.cause, f"{rule.id} {case.name}: got {diagnosis.cause}"
+    for name, value in case.params:
+        assert diagnosis.params.get(name) == value, f"{rule.id} {case.name}: {name}"
+    if case.cause is not None:
+        credited = REGISTRY.get(diagnosis.rule_id or "")
+        assert credited is not None and credited.cause == case.cause

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from minrepro.diagnose.pipeline import diagnose_log, trigger_words
+from minrepro.diagnose.extract import selection_words
+from minrepro.diagnose.pipeline import diagnose_log, make_selector, trigger_words
 from minrepro.diagnose.reader import LogReader
 from minrepro.diagnose.rules.registry import load_rules
 from minrepro.diagnose.scan import HEAD_BYTES, SAMPLES_PER_BLOCK, TAIL_BYTES, LineSelector
@@ -74,14 +75,16 @@ def test_line_numbers_survive_selection(tmp_path: Path) -> None:
 def test_small_log_reads_every_line(tmp_path: Path) -> None:
     path = tmp_path / "small.log"
     path.write_text("".join(NOISE.format(i=i, j=i) for i in range(1000)))
-    assert len(list(LogReader(path, selector=LineSelector(trigger_words(load_rules()))))) == 1000
+    assert len(list(LogReader(path, selector=make_selector(load_rules())))) == 1000
 
 
 def test_pure_python_and_hyperscan_agree(tmp_path: Path) -> None:
     path = big_log(tmp_path / "big.log", OOM)
-    words = trigger_words(load_rules())
-    a = [ln.line for ln in LogReader(path, selector=LineSelector(words, use_hyperscan=False))]
-    b = [ln.line for ln in LogReader(path, selector=LineSelector(words))]
+    select, whole = selection_words()
+    words = trigger_words(load_rules()) + list(select)
+    a = [ln.line for ln in LogReader(path, selector=LineSelector(
+        words, whole_words=whole, use_hyperscan=False))]
+    b = [ln.line for ln in LogReader(path, selector=LineSelector(words, whole_words=whole))]
     assert a == b
 
 
@@ -93,7 +96,7 @@ def test_a_line_rewritten_a_million_times_is_thinned(tmp_path: Path) -> None:
            b" by PyTorch)\n")
     path = tmp_path / "bar.log"
     path.write_bytes(bar + b"\r" + oom)
-    selector = LineSelector(trigger_words(load_rules()))
+    selector = make_selector(load_rules())
     records = list(LogReader(path, selector=selector))
     assert len(records) < 5000  # not 300,000 records through the per-line stages
     assert records[-1].text.startswith("RuntimeError: CUDA out of memory")

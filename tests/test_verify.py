@@ -125,3 +125,51 @@ def test_undecodable_output_is_replaced(tmp_path: Path) -> None:
 ])
 def test_classify(code: int | None, line: str, outcome: str) -> None:
     assert classify(code, line) == outcome
+
+
+# --- the failure's text (the template spec's `expect`) --------------------------------------
+
+
+def test_a_reproduction_needs_the_expected_error_text(tmp_path: Path) -> None:
+    """position_overflow expects 'index out of range in self' (or its CUDA / HF forms):
+    another error that prints the marker is no reproduction."""
+    body = ("import sys\nprint('KeyError: labels')\n"
+            "print('REPRODUCED: position_overflow: 600 > 512')\nsys.exit(1)\n")
+    result = verify_script(script(tmp_path, body))
+    assert result.outcome == "error" and "another failure" in result.reason
+    assert "index out of range in self" in result.reason
+
+
+def test_expect_given_by_the_caller_wins(tmp_path: Path) -> None:
+    body = "import sys\nprint('boom: widget jammed')\nprint('REPRODUCED: x: y')\nsys.exit(1)\n"
+    assert verify_script(script(tmp_path, body), expect=("widget jammed",)).outcome == "reproduced"
+    assert verify_script(script(tmp_path, body), expect=("gear slipped",)).outcome == "error"
+
+
+def test_an_unknown_cause_has_no_expectation(tmp_path: Path) -> None:
+    body = "import sys\nprint('REPRODUCED: our_own_cause: y')\nsys.exit(1)\n"
+    assert verify_script(script(tmp_path, body)).outcome == "reproduced"
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf")])
+def test_bad_timeouts_are_refused(tmp_path: Path, timeout: float) -> None:
+    with pytest.raises(BadInputError, match="--timeout"):
+        verify_script(script(tmp_path, "print(1)\n"), timeout=timeout)
+
+
+@pytest.mark.parametrize("device", ["gpu", "cuda:x", "cpu; rm -rf /", ""])
+def test_bad_devices_are_refused(tmp_path: Path, device: str) -> None:
+    with pytest.raises(BadInputError, match="--device"):
+        verify_script(script(tmp_path, "print(1)\n"), device=device)
+
+
+def test_the_reason_of_an_error_is_the_last_stderr_line(tmp_path: Path) -> None:
+    body = "import no_such_module_here\n"
+    result = verify_script(script(tmp_path, body))
+    assert result.outcome == "error"
+    assert result.reason == "ModuleNotFoundError: No module named 'no_such_module_here'"
+
+
+def test_the_reason_of_a_timeout(tmp_path: Path) -> None:
+    result = verify_script(script(tmp_path, "import time\ntime.sleep(30)\n"), timeout=0.5)
+    assert result.reason == "timed out after 0.5 s"

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from minrepro.model import Alternative, Diagnosis, Failure, Finding, ParamValue, Severity
 from minrepro.diagnose.rules.registry import RuleSet
+from minrepro.model import Alternative, Diagnosis, Failure, Finding, ParamValue, Severity
 
 THRESHOLD = 0.5  # the least confidence at which a cause is named
 EXPLAINED_SHARE = 0.5  # what a finding keeps of its score when another explains it, or it
@@ -44,7 +44,8 @@ def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Dia
     best = merged[0]
     # The rule credited is the one whose finding weighed most; a finding without an id (a
     # hand-made one in a test) gets the first rule of its cause.
-    rule = rules.get(best.rule_id) if best.rule_id else next(iter(rules.for_cause(best.cause)), None)
+    rule = (rules.get(best.rule_id) if best.rule_id
+            else next(iter(rules.for_cause(best.cause)), None))
     return Diagnosis(
         cause=best.cause, category=best.category, confidence=round(best.score, 2),
         params=_normalise(dict(best.params)), evidence=best.evidence,
@@ -103,7 +104,8 @@ def _combine(group: list[Finding]) -> Finding:
         first_line=min(f.first_line for f in group),
         evidence=tuple(sorted(evidence.values(), key=lambda e: e.line))[:MAX_EVIDENCE],
         params=tuple(params.items()),
-        severity=Severity.CRASH if any(f.severity is Severity.CRASH for f in group) else best.severity,
+        severity=(Severity.CRASH if any(f.severity is Severity.CRASH for f in group)
+                  else best.severity),
         variant=next((f.variant for f in group if f.variant), None),
         cascade=all(f.cascade for f in group),
         supersedes=tuple(sorted({c for f in group for c in f.supersedes})),

@@ -8,7 +8,7 @@ pattern (common prefixes factored out) lets it reject most positions after one c
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 
 def trie_pattern(words: Iterable[str]) -> str:
@@ -56,3 +56,28 @@ class LiteralSet:
                          if lowered.startswith(word, start))
             match = self._pattern.search(lowered, start + 1)
         return sorted(found)
+
+
+def minimal(words: Iterable[str]) -> list[str]:
+    """The words that contain no other word of the set (a shorter one already decides)."""
+    unique = sorted(set(words), key=len)
+    return [w for w in unique if not any(o != w and o in w for o in unique)]
+
+
+def any_of(words: Iterable[str]) -> Callable[[str], bool]:
+    """A test "does the text hold any of these literals?" (case-sensitive): `in` for one
+    word, else one trie-shaped regex, compiled on first use (start-up stays fast)."""
+    kept = minimal(w for w in words if w)
+    if not kept:
+        return lambda text: False
+    if len(kept) == 1:
+        word = kept[0]
+        return lambda text: word in text
+    search: list[Callable[[str], re.Match[str] | None]] = []
+
+    def holds(text: str) -> bool:
+        if not search:
+            search.append(re.compile(trie_pattern(kept)).search)
+        return search[0](text) is not None
+
+    return holds

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from minrepro.diagnose.extract.units import parse_duration_ms, parse_size
 from minrepro.diagnose.literals import LiteralSet
-from minrepro.model import Evidence, Finding, Line, ParamValue, Role, Severity
 from minrepro.diagnose.rules.pack import Rule, Signal
+from minrepro.model import Evidence, Finding, Line, ParamValue, Role, Severity
 
 REGEX_TIMEOUT_S = 0.25
 PROSE_LINES = 5000
@@ -190,6 +190,6 @@ def convert(raw: str, kind: str) -> ParamValue | None:
             return parse_size(raw)
         if kind == "duration_ms":
             return parse_duration_ms(raw) if ":" in raw else int(float(raw))
-    except ValueError:
+    except (ValueError, OverflowError):  # not a number, or beyond any real value
         return None
     return raw[:200]

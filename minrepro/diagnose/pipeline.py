@@ -13,13 +13,13 @@ from dataclasses import replace
 
 from minrepro.diagnose.analyze import Analyzer, CurveAnalyzer, default_analyzers
 from minrepro.diagnose.decide import Context, decide
-from minrepro.diagnose.extract import default_extractors
+from minrepro.diagnose.extract import ExtractorSet, selection_words
 from minrepro.diagnose.matcher import RuleMatcher
-from minrepro.model import Diagnosis, EnvFact, Event, Failure, Line, Role, Severity, Traceback
 from minrepro.diagnose.reader import LogReader
 from minrepro.diagnose.rules.pack import Rule
 from minrepro.diagnose.rules.registry import RuleSet, load_rules
 from minrepro.diagnose.scan import LineSelector
+from minrepro.model import Diagnosis, EnvFact, Event, Failure, Line, Role, Severity, Traceback
 
 _KEEP_TRACEBACKS = 6  # the first few (the original failure) and the last (how it ended)
 _RECENT_LINES = 256  # lines kept to give multi-line events their own line's text
@@ -84,18 +84,16 @@ def format_traceback(tb: Traceback) -> str:
 
 def run_stages(lines: Iterable[Line], rules: RuleSet) -> tuple[list, _Collector, RuleMatcher]:
     matcher = RuleMatcher(rules)
-    extractors = default_extractors()
+    extractors = ExtractorSet()
     collector = _Collector(default_analyzers())
     line = Line(line=0, text="")
     for line in lines:
         collector.recent.append(line)
         matcher.feed(line)
-        for extractor in extractors:
-            for event in extractor.feed(line):
-                collector.dispatch(event, line)
-    for extractor in extractors:
-        for event in extractor.close():
+        for event in extractors.feed(line):
             collector.dispatch(event, line)
+    for event in extractors.close():
+        collector.dispatch(event, line)
     findings = matcher.findings()
     for analyzer in collector.analyzers:
         findings.extend(analyzer.findings())
@@ -120,6 +118,12 @@ def trigger_words(rules: Iterable[Rule]) -> list[str]:
             for hint in signal.hints]
 
 
+def make_selector(rules: RuleSet) -> LineSelector:
+    """The big-log selector: the rules' trigger words and the extractors' failure words."""
+    select, whole_words = selection_words()
+    return LineSelector(trigger_words(rules) + list(select), whole_words=whole_words)
+
+
 def diagnose_log(source: str | os.PathLike[str], *, rule_dirs: Iterable[str] = (),
                  reader: LogReader | None = None) -> Diagnosis:
     """Diagnose the log at `source` (a path, '-' for stdin, or a gzip file).
@@ -129,7 +133,7 @@ def diagnose_log(source: str | os.PathLike[str], *, rule_dirs: Iterable[str] = (
     rules = load_rules(rule_dirs)
     reader = reader or LogReader(source)
     if reader.selector is None:
-        reader.selector = LineSelector(trigger_words(rules))
+        reader.selector = make_selector(rules)
     diagnosis = diagnose_lines(reader, rules=rules, source=reader.name)
     if reader.warnings:  # known only once the whole input was read
         diagnosis = replace(diagnosis, warnings=tuple(reader.warnings) + diagnosis.warnings)

@@ -16,11 +16,11 @@ import sys
 import zlib
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
+from minrepro.diagnose.scan import MANY_UPDATES, LineSelector
 from minrepro.errors import BadInputError, shown_path
 from minrepro.model import Line
-from minrepro.diagnose.scan import MANY_UPDATES, LineSelector
 
 CHUNK_BYTES = 4 << 20
 MAX_LINE_BYTES = 16 * 1024  # longer records are cut here and flagged `truncated`
@@ -234,7 +234,7 @@ def split_rank(text: str) -> tuple[int | None, str]:
     return (int(digits) if digits else None), text[match.end():]
 
 
-def iter_lines(source: str | os.PathLike[str], **options: int) -> Iterator[Line]:
+def iter_lines(source: str | os.PathLike[str], **options: Any) -> Iterator[Line]:
     """Convenience: the records of `source` (see LogReader)."""
     return iter(LogReader(source, **options))
 

@@ -33,22 +33,17 @@ MAX_HITS_PER_TRIGGER = 128  # occurrences of one trigger looked at per block (fl
 KEEP_UPDATES = 16  # '\r' updates kept at each end of a line rewritten thousands of times
 MANY_UPDATES = 512  # a line with more '\r' updates than this is thinned like a block
 
-#: Words that start or carry a failure the extractors read (tracebacks, OOM, asserts, ...).
-EXTRACTOR_TRIGGERS = (
-    "traceback", "error", "exception", "assertion", "out of memory", "overflow", "loss scale",
-    "watchdog", "timed out", "timeout", "store based barrier", "killed by signal",
-    "exited unexpectedly", "bus error", "warning:",
-)
-#: Words that are triggers only as whole words (substrings: "info" holds "inf", "finance" "nan").
-WORD_TRIGGERS = ("nan", "inf", "-inf", "infinity")
-
-
 class LineSelector:
     """Decides which lines of a block reach the per-line stages."""
 
-    def __init__(self, triggers: Iterable[str], *, use_hyperscan: bool = True) -> None:
-        self.triggers = tuple(sorted({t.lower() for t in triggers if t} | set(EXTRACTOR_TRIGGERS)))
-        self._words = r"\b(?:" + "|".join(re.escape(w) for w in WORD_TRIGGERS) + r")\b"
+    def __init__(self, triggers: Iterable[str], *, whole_words: Iterable[str] = (),
+                 use_hyperscan: bool = True) -> None:
+        """`triggers`: words whose lines are kept (any case); `whole_words`: the same, as
+        whole words only ("nan", not "finance")."""
+        self.triggers = tuple(sorted({t.lower() for t in triggers if t}))
+        words = sorted({w.lower() for w in whole_words if w}) or ["(?!)"]
+        self._words = r"\b(?:" + "|".join(re.escape(w) if w != "(?!)" else w
+                                           for w in words) + r")\b"
         # Both engines are built on the first big block: small logs never need them.
         self._pattern: re.Pattern[bytes] | None = None
         self._use_hyperscan = use_hyperscan

@@ -7,7 +7,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-
 from typing import Protocol
 
 MIN_BYTES = 50 * 1024 * 1024  # smaller inputs finish before a bar would help

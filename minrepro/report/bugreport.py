@@ -29,14 +29,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from minrepro.report.envreport import EnvReport, format_env_text
+from minrepro.diagnose.reader import LogReader
 from minrepro.errors import BadInputError, RenderError
 from minrepro.files import write_atomic
-from minrepro.report.markdown import clean_line, code_span, fence, md_escape, sparkline
 from minrepro.model import Diagnosis, Evidence, Line, ParamValue
-from minrepro.output.text import human_bytes
-from minrepro.diagnose.reader import LogReader
 from minrepro.output.redact import Redactor, local_redactor
+from minrepro.output.text import human_bytes
+from minrepro.report.envreport import EnvReport, format_env_text
+from minrepro.report.markdown import clean_line, code_span, fence, md_escape, sparkline
 from minrepro.repro.verify import VerifyResult
 
 #: Masks identifying text (a `Redactor`), or returns it unchanged.
@@ -317,7 +317,7 @@ def _verify_text(result: VerifyResult) -> str:
     code = "killed after the timeout" if result.exit_code is None else f"exit {result.exit_code}"
     last = code_span(result.last_line) if result.last_line else "(no output)"
     return ("**Verify result** (volatile: from one run on the machine that ran minrepro, when"
-            f" the report was made): `{result.outcome}`, {code}, last line {last}")
+            f" the report was made): `{result.outcome.value}`, {code}, last line {last}")
 
 
 def _no_cause_section(diagnosis: Diagnosis, mask: Mask) -> str:

@@ -162,9 +162,10 @@ def _python_version() -> str:
 
 
 def _minrepro_version() -> str:
-    from minrepro import __version__
-
-    return __version__
+    try:  # the installed package's metadata: pyproject takes its version from minrepro/__init__
+        return importlib.metadata.version("minrepro")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return NOT_INSTALLED
 
 
 _TORCH_FIELDS: tuple[tuple[str, str, Callable[[Any], object]], ...] = (
@@ -181,8 +182,8 @@ _TORCH_FIELDS: tuple[tuple[str, str, Callable[[Any], object]], ...] = (
 def _torch_section(import_module: Importer) -> EnvSection:
     torch, failure = _import_torch(import_module)
     if torch is None:
-        fields = tuple(EnvField(key, label, failure) for key, label, _ in _TORCH_FIELDS)
-        return EnvSection("torch", "PyTorch", fields)
+        missing = tuple(EnvField(key, label, failure) for key, label, _ in _TORCH_FIELDS)
+        return EnvSection("torch", "PyTorch", missing)
     fields = [EnvField(key, label, _probe(fn, torch)) for key, label, fn in _TORCH_FIELDS]
     if any(f.key == "cuda_available" and f.value == "True" for f in fields):
         fields += _torch_devices(torch)

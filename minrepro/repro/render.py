@@ -58,7 +58,7 @@ from minrepro.errors import RenderError
 from minrepro.files import write_atomic
 from minrepro.model import Diagnosis, Evidence
 from minrepro.output.redact import redact
-from minrepro.repro.spec import TemplateSpec, _parse_spec, resolve_values
+from minrepro.repro.spec import Resolved, TemplateSpec, parse_spec, resolve_values
 from minrepro.taxonomy import CATEGORY_OF
 
 MAX_SCRIPT_LINES = 40
@@ -79,7 +79,7 @@ def py_literal(value: object) -> str:
     if isinstance(value, jinja2.Undefined):
         str(value)  # StrictUndefined raises the UndefinedError that names the missing value
     kind = type(value)  # exact types: a subclass could override __repr__
-    if kind is float and not math.isfinite(value):
+    if kind is float and not math.isfinite(value):  # type: ignore[arg-type]
         raise RenderError(f"cannot render non-finite float {value!r} as a literal")
     if value is None or kind in (bool, int, float, str):
         try:
@@ -151,18 +151,18 @@ def load_spec(cause: str) -> TemplateSpec:
         data = yaml.safe_load((template_dir() / f"{cause}.yaml").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
         raise RenderError(f"{where}: cannot load: {one_line(err)}") from None
-    return _parse_spec(cause, data, where)
+    return parse_spec(cause, data, where)
 
 
 # --- context --------------------------------------------------------------------------
 
 
-def _summary(values: dict, origin: dict, clamped_from: dict) -> str:
+def _summary(resolved: dict[str, Resolved]) -> str:
     parts = []
-    for name, value in values.items():
-        how = f"clamped from {_short(clamped_from[name])}" if name in clamped_from \
-            else origin[name]
-        parts.append(f"{name}={value} ({how})")
+    for name, item in resolved.items():
+        how = f"clamped from {_short(item.logged)}" if item.logged is not None \
+            else item.origin.value
+        parts.append(f"{name}={item.value} ({how})")
     return one_line(", ".join(parts), 300)
 
 
@@ -180,7 +180,7 @@ def _evidence_line(item: Evidence) -> str:
 
 def build_context(diagnosis: Diagnosis, spec: TemplateSpec) -> dict[str, Any]:
     """Everything a template sees; text from the log is cleaned to one line here."""
-    values, origin, clamped_from = resolve_values(spec, dict(diagnosis.params or {}))
+    resolved = resolve_values(spec, dict(diagnosis.params or {}))
     variant = diagnosis.variant if diagnosis.variant in spec.variants else spec.variants[0]
     source = one_line(os.path.basename(str(diagnosis.source or "").replace("\\", "/")), 80)
     return {
@@ -190,10 +190,12 @@ def build_context(diagnosis: Diagnosis, spec: TemplateSpec) -> dict[str, Any]:
         "rule_id": one_line(diagnosis.rule_id or "-", 40),
         "variant": variant,
         "gpu_only": spec.gpu_only,
-        "v": values,
-        "origin": origin,
-        "clamped_from": clamped_from,
-        "values_summary": _summary(values, origin, clamped_from),
+        "v": {name: item.value for name, item in resolved.items()},
+        "origin": {name: item.origin.value for name, item in resolved.items()},
+        "clamped_from": {name: item.logged for name, item in resolved.items()
+                         if item.logged is not None},
+        "values_summary": _summary(resolved),
+        "expect": spec.expect,
         "source": source or "<log>",
         "evidence": [_evidence_line(e) for e in diagnosis.evidence[:_MAX_EVIDENCE]],
         "fix": one_line(diagnosis.fix or "-", 160),
@@ -205,11 +207,12 @@ def build_context(diagnosis: Diagnosis, spec: TemplateSpec) -> dict[str, Any]:
 
 def render_repro(diagnosis: Diagnosis) -> str:
     """The repro script for `diagnosis`: checked Python source, the same for the same input."""
-    if not diagnosis.diagnosed:
+    cause = diagnosis.cause
+    if cause is None:
         raise RenderError("no known cause: there is nothing to reproduce")
-    if not has_template(diagnosis.cause):
-        raise RenderError(f"no repro template for cause {diagnosis.cause!r}")
-    spec = load_spec(diagnosis.cause)
+    if not has_template(cause):
+        raise RenderError(f"no repro template for cause {cause!r}")
+    spec = load_spec(cause)
     try:
         template = environment().get_template(f"{spec.cause}.py.j2")
         text = template.render(build_context(diagnosis, spec))

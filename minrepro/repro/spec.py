@@ -1,24 +1,48 @@
 """Template specs (templates/<cause>.yaml): parsing with precise errors, and resolving a
-diagnosis's params into checked values (types, bounds, relations kept after clamping)."""
+diagnosis's params into checked values (types, bounds, relations kept after clamping).
+
+Spec keys: ``params`` ({name: {type: int|float|str|choice, default, min, max, max_len,
+choices}}), ``variants``, ``gpu_only``, ``relations`` ([[left, op, right]]), ``example`` (params
+as a real log gives them, for the tests and the GPU check) and ``expect``: the text the failure
+shows (any one of a list), which the script checks in the error it caught and `verify` checks
+in the script's output, as PyTorch's after_aot repro checks its `check_str`.
+"""
 
 from __future__ import annotations
 
 import math
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from minrepro.errors import RenderError
+from minrepro.model import Name
+from minrepro.schema import Checker, is_number
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-_OPS = {">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
-        "<": lambda a, b: a < b, "<=": lambda a, b: a <= b}
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b}
 _PARAM_KEYS = {"int": {"type", "default", "min", "max"}, "float": {"type", "default", "min", "max"},
                "str": {"type", "default", "max_len"}, "choice": {"type", "default", "choices"}}
-_SPEC_KEYS = {"params", "variants", "gpu_only", "relations", "example"}
-_FLOAT_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+_SPEC_KEYS = {"params", "variants", "gpu_only", "relations", "example", "expect"}
+_MAX_EXPECT_CHARS = 200
 
-# --- the spec ------------------------------------------------------------------------------
+
+class Origin(Name):
+    """Where a value in a repro script came from."""
+
+    LOG = "log"
+    DEFAULT = "default"
+    CLAMPED = "clamped"  # from the log, moved into what runs on a small machine
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """One value of a script: what it is, where it came from, and the log's value if clamped."""
+
+    value: Any
+    origin: Origin
+    logged: Any = None
 
 
 @dataclass(frozen=True)
@@ -31,21 +55,22 @@ class ParamSpec:
     max_len: int | None = None
     choices: tuple[str, ...] = ()
 
-    def resolve(self, raw: object) -> tuple[Any, str, Any]:
-        """(value, origin, value in the log when clamped) for one raw value from the log."""
+    def resolve(self, raw: object) -> Resolved:
+        """The value for one raw value from the log (the default where it does not fit)."""
         if self.type == "choice":
-            return (raw, "log", None) if raw in self.choices and type(raw) is str \
-                else (self.default, "default", None)
+            ok = type(raw) is str and raw in self.choices
+            return Resolved(raw, Origin.LOG) if ok else Resolved(self.default, Origin.DEFAULT)
         if self.type == "str":
             if type(raw) is not str:
-                return self.default, "default", None
+                return Resolved(self.default, Origin.DEFAULT)
             cut = raw[: self.max_len] if self.max_len is not None else raw
-            return (cut, "log", None) if cut == raw else (cut, "clamped", None)
-        if not _is_number(raw, self.type):
-            return self.default, "default", None
-        value = float(raw) if self.type == "float" else raw
+            return Resolved(cut, Origin.LOG if cut == raw else Origin.CLAMPED)
+        if not is_number(raw, self.type):
+            return Resolved(self.default, Origin.DEFAULT)
+        value = float(raw) if self.type == "float" else raw  # type: ignore[arg-type]
         bounded = self.clamp(value)
-        return (bounded, "log", None) if bounded == value else (bounded, "clamped", raw)
+        return Resolved(bounded, Origin.LOG) if bounded == value \
+            else Resolved(bounded, Origin.CLAMPED, raw)
 
     def clamp(self, value: Any) -> Any:
         if self.min is not None and value < self.min:
@@ -65,6 +90,8 @@ class TemplateSpec:
     #: params as a real log gives them (values of the dev corpus, some out of bounds so that
     #: clamping is exercised): the diagnosis the tests and the GPU check render
     example: tuple[tuple[str, Any], ...] = ()
+    #: the failure's text, any one of which must show (in the error caught, in the output)
+    expect: tuple[str, ...] = ()
 
     def param(self, name: str) -> ParamSpec:
         return next(p for p in self.params if p.name == name)
@@ -73,136 +100,129 @@ class TemplateSpec:
         return dict(self.example)
 
 
-def _check(ok: object, message: str) -> None:
-    if not ok:
-        raise RenderError(message)
+# --- parsing ---------------------------------------------------------------------------------
 
 
-def _is_number(value: object, kind: str) -> bool:
-    if kind == "int":
-        return type(value) is int
-    try:
-        return type(value) in (int, float) and math.isfinite(value)
-    except OverflowError:  # an int beyond the float range
-        return False
+class _SpecChecker(Checker):
+    def __init__(self, where: str) -> None:
+        super().__init__(where, RenderError)
+
+    def param(self, name: object, body: object) -> ParamSpec:
+        key = f"params.{name}"
+        self.identifier(name, key)
+        if not (isinstance(body, dict) and body.get("type") in _PARAM_KEYS):
+            self.fail(key, f"should be a mapping with type one of {sorted(_PARAM_KEYS)}")
+        kind = body["type"]
+        self.mapping(body, key, _PARAM_KEYS[kind])
+        self.require(body, ("default",), key + ".")
+        if kind == "choice":
+            choices = body.get("choices")
+            if not (isinstance(choices, list) and choices
+                    and all(type(c) is str for c in choices)):
+                self.fail(key + ".choices", "should be a non-empty list of str")
+            spec = ParamSpec(str(name), kind, body["default"], choices=tuple(choices))
+        elif kind == "str":
+            max_len = body.get("max_len")
+            if not (max_len is None or (type(max_len) is int and max_len > 0)):
+                self.fail(key + ".max_len", "should be a positive int")
+            spec = ParamSpec(str(name), kind, body["default"], max_len=max_len)
+        else:
+            bounds = {k: self.number(body[k], kind, f"{key}.{k}")
+                      for k in ("default", "min", "max") if k in body}
+            spec = ParamSpec(str(name), kind, bounds["default"], bounds.get("min"),
+                             bounds.get("max"))
+            if spec.min is not None and spec.max is not None and spec.min > spec.max:
+                self.fail(key + ".min", "is above max")
+        if spec.resolve(spec.default).origin is not Origin.LOG:
+            self.fail(key + ".default", f"is not a valid {kind} value in bounds")
+        return spec
+
+    def relation(self, rel: object, params: dict[str, ParamSpec], key: str
+                 ) -> tuple[str, str, str]:
+        if not (isinstance(rel, list) and len(rel) == 3 and rel[1] in _OPS):
+            self.fail(key, f"should be [left, op, right] with op one of {list(_OPS)}")
+        left, op, right = rel
+        for side in (left, right):
+            if not (side in params and params[side].type in ("int", "float")):
+                self.fail(key, f"{side!r} is not an int or float param")
+        if params[left].type != params[right].type:
+            self.fail(key, "both sides need one type")
+        if not _OPS[op](params[left].default, params[right].default):
+            self.fail(key, "the defaults do not satisfy the relation")
+        return left, op, right
+
+    def expect(self, data: dict) -> tuple[str, ...]:
+        texts = self.words(data, "expect")
+        if any(len(t) > _MAX_EXPECT_CHARS or not t.isprintable() for t in texts):
+            self.fail("expect", "should be the failure's text: a string or a list of short,"
+                      " printable strings")
+        return texts
 
 
-def _number(value: object, kind: str, where: str) -> int | float:
-    """A spec number; PyYAML reads `1e-8` as a str, so numeric strings count for floats."""
-    if kind == "float" and type(value) is str and _FLOAT_TEXT.fullmatch(value.strip()):
-        value = float(value)
-    _check(_is_number(value, kind), f"{where} should be {kind}")
-    return float(value) if kind == "float" else value
-
-
-def _parse_param(name: object, body: object, where: str) -> ParamSpec:
-    where = f"{where}: params.{name}"
-    _check(isinstance(name, str) and _IDENTIFIER.fullmatch(name),
-           f"{where}: name should be a Python identifier")
-    _check(isinstance(body, dict) and body.get("type") in _PARAM_KEYS,
-           f"{where}: should be a mapping with type one of {sorted(_PARAM_KEYS)}")
-    kind = body["type"]
-    unknown = sorted(map(str, set(body) - _PARAM_KEYS[kind]))
-    _check(not unknown, f"{where}: unknown key {unknown[0]!r}" if unknown else "")
-    _check("default" in body, f"{where}: missing key 'default'")
-    if kind == "choice":
-        choices = body.get("choices")
-        _check(isinstance(choices, list) and choices and all(type(c) is str for c in choices),
-               f"{where}: option 'choices' should be a non-empty list of str")
-        spec = ParamSpec(str(name), kind, body["default"], choices=tuple(choices))
-    elif kind == "str":
-        max_len = body.get("max_len")
-        _check(max_len is None or (type(max_len) is int and max_len > 0),
-               f"{where}: option 'max_len' should be a positive int")
-        spec = ParamSpec(str(name), kind, body["default"], max_len=max_len)
-    else:
-        bounds = {k: _number(body[k], kind, f"{where}: option {k!r}")
-                  for k in ("default", "min", "max") if k in body}
-        spec = ParamSpec(str(name), kind, bounds["default"], bounds.get("min"), bounds.get("max"))
-        _check(spec.min is None or spec.max is None or spec.min <= spec.max,
-               f"{where}: option 'min' is above 'max'")
-    _check(spec.resolve(spec.default)[1] == "log",
-           f"{where}: option 'default' is not a valid {kind} value in bounds")
-    return spec
-
-
-def _parse_relation(rel: object, params: dict[str, ParamSpec], where: str) -> tuple:
-    _check(isinstance(rel, list) and len(rel) == 3 and rel[1] in _OPS,
-           f"{where} should be [left, op, right] with op one of {list(_OPS)}")
-    left, op, right = rel
-    for side in (left, right):
-        _check(side in params and params[side].type in ("int", "float"),
-               f"{where}: {side!r} is not an int or float param")
-    _check(params[left].type == params[right].type, f"{where}: both sides need one type")
-    _check(_OPS[op](params[left].default, params[right].default),
-           f"{where}: the defaults do not satisfy the relation")
-    return left, op, right
-
-
-def _parse_spec(cause: str, data: object, where: str) -> TemplateSpec:
-    _check(isinstance(data, dict), f"{where}: the spec should be a mapping")
-    unknown = sorted(map(str, set(data) - _SPEC_KEYS))
-    _check(not unknown, f"{where}: unknown key {unknown[0]!r}" if unknown else "")
-    raw_params = data.get("params") or {}
-    _check(isinstance(raw_params, dict), f"{where}: params should be a mapping")
-    params = {str(n): _parse_param(n, body, where) for n, body in raw_params.items()}
+def parse_spec(cause: str, data: object, where: str) -> TemplateSpec:
+    check = _SpecChecker(where)
+    if not isinstance(data, dict):
+        check.fail("", "the spec should be a mapping")
+    check.mapping(data, "", _SPEC_KEYS)
+    raw_params = check.mapping(data.get("params") or {}, "params")
+    params = {str(n): check.param(n, body) for n, body in raw_params.items()}
     variants = data.get("variants", ["default"])
-    _check(isinstance(variants, list) and variants
-           and all(isinstance(x, str) and _IDENTIFIER.fullmatch(x) for x in variants),
-           f"{where}: variants should be a non-empty list of identifiers")
-    gpu_only = data.get("gpu_only", False)
-    _check(type(gpu_only) is bool, f"{where}: gpu_only should be bool")
+    if not (isinstance(variants, list) and variants
+            and all(isinstance(x, str) for x in variants)):
+        check.fail("variants", "should be a non-empty list of identifiers")
+    for index, variant in enumerate(variants):
+        check.identifier(variant, f"variants[{index}]")
+    gpu_only = check.flag(data, "gpu_only")
     relations = data.get("relations", [])
-    _check(isinstance(relations, list), f"{where}: relations should be a list")
-    relation_specs = tuple(_parse_relation(rel, params, f"{where}: relations[{i}]")
+    if not isinstance(relations, list):
+        check.fail("relations", "should be a list")
+    relation_specs = tuple(check.relation(rel, params, f"relations[{i}]")
                            for i, rel in enumerate(relations))
     example = data.get("example") or {}
-    _check(isinstance(example, dict) and all(name in params for name in example),
-           f"{where}: example should map declared params to values")
+    if not (isinstance(example, dict) and all(name in params for name in example)):
+        check.fail("example", "should map declared params to values")
     return TemplateSpec(cause, tuple(params.values()), tuple(variants), gpu_only, relation_specs,
-                        tuple(example.items()))
+                        tuple(example.items()), check.expect(data))
 
 
 # --- values ------------------------------------------------------------------------------
 
 
-def resolve_values(spec: TemplateSpec, params: dict[str, Any]) -> tuple[dict, dict, dict]:
-    """(values, origins, clamped_from) for a spec and the params found in the log."""
-    values, origin, clamped_from = {}, {}, {}
+def resolve_values(spec: TemplateSpec, params: dict[str, Any]) -> dict[str, Resolved]:
+    """Each param of the spec -> its value, from the log's params where they fit."""
+    resolved = {}
     for p in spec.params:
-        raw = params.get(p.name) if p.name in params else p.default
-        value, how, logged = p.resolve(raw)
-        values[p.name], origin[p.name] = value, how if p.name in params else "default"
-        if how == "clamped" and logged is not None:
-            clamped_from[p.name] = logged
+        found = p.resolve(params[p.name] if p.name in params else p.default)
+        resolved[p.name] = found if p.name in params else Resolved(found.value, Origin.DEFAULT)
     for relation in spec.relations:
-        _keep_relation(spec, relation, values, origin, clamped_from)
-    return values, origin, clamped_from
+        _keep_relation(spec, relation, resolved)
+    return resolved
 
 
 def _keep_relation(spec: TemplateSpec, relation: tuple[str, str, str],
-                   values: dict, origin: dict, clamped_from: dict) -> None:
+                   resolved: dict[str, Resolved]) -> None:
     """Raise the larger side, or else lower the smaller one, until the relation holds."""
     left, op, right = relation
-    if _OPS[op](values[left], values[right]):
+    if _OPS[op](resolved[left].value, resolved[right].value):
         return
     big, small = (left, right) if op.startswith(">") else (right, left)
     gap = 0 if op.endswith("=") else 1  # both sides have one type (checked at load)
+    low, high = resolved[small].value, resolved[big].value
     if spec.param(big).type == "float" and gap:
-        raised, lowered = (math.nextafter(values[small], math.inf),
-                           math.nextafter(values[big], -math.inf))
+        raised, lowered = math.nextafter(low, math.inf), math.nextafter(high, -math.inf)
     else:
-        raised, lowered = values[small] + gap, values[big] - gap
+        raised, lowered = low + gap, high - gap
     if spec.param(big).clamp(raised) == raised:
-        _adjust(big, raised, values, origin, clamped_from)
+        resolved[big] = _moved(resolved[big], raised)
     elif spec.param(small).clamp(lowered) == lowered:
-        _adjust(small, lowered, values, origin, clamped_from)
+        resolved[small] = _moved(resolved[small], lowered)
     else:
         raise RenderError(f"templates/{spec.cause}.yaml: cannot keep {left} {op} {right}")
 
 
-def _adjust(name: str, value: Any, values: dict, origin: dict, clamped_from: dict) -> None:
-    if origin[name] != "default":  # a default moved by a relation is still not from the log
-        clamped_from.setdefault(name, values[name])
-        origin[name] = "clamped"
-    values[name] = value
+def _moved(old: Resolved, value: Any) -> Resolved:
+    """A value a relation moved: a default stays a default, a log value becomes clamped."""
+    if old.origin is Origin.DEFAULT:
+        return Resolved(value, Origin.DEFAULT)
+    logged = old.logged if old.origin is Origin.CLAMPED else old.value
+    return Resolved(value, Origin.CLAMPED, logged)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import yaml
 
-from minrepro.errors import MinreproError
 from minrepro.diagnose.pipeline import diagnose_log
 from minrepro.diagnose.rules.registry import load_rules
+from minrepro.errors import MinreproError
 
 
 @dataclass(frozen=True)

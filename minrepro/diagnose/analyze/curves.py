@@ -12,7 +12,6 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterable
-
 from typing import Any
 
 from minrepro.diagnose.analyze import checks

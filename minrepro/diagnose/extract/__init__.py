@@ -2,25 +2,39 @@
 
 Streaming by design: the caller owns the loop and feeds one `Line` at a time; every extractor
 keeps bounded state and flushes what is still open on `close()`.
+
+Each extractor class declares its words once, and everything else is derived from them:
+
+    TRIGGERS  literals (case-sensitive), one of which every line it acts on contains: its own
+              `feed` tests them first, and `ExtractorSet` skips a line that holds none of any
+              extractor's (unless one is `idle` == False: a traceback in progress)
+    SELECT    lower-case words of a failure, whose lines (with context) the big-log selector
+              in scan.py keeps wherever they are in a multi-GB log
+    WHOLE_WORDS  like SELECT, matched as whole words only ("nan" but not "finance")
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Protocol
 
 from minrepro.diagnose.extract.cuda import CudaAssertExtractor, OomExtractor
 from minrepro.diagnose.extract.env import EnvExtractor
-from minrepro.diagnose.extract.events import LossScaleExtractor, NcclExtractor, WorkerKilledExtractor
+from minrepro.diagnose.extract.events import (
+    LossScaleExtractor,
+    NcclExtractor,
+    WorkerKilledExtractor,
+)
 from minrepro.diagnose.extract.metrics import MetricExtractor
-from minrepro.diagnose.extract.prefilter import trigger_search
 from minrepro.diagnose.extract.traceback import TracebackExtractor
+from minrepro.diagnose.literals import any_of
 from minrepro.model import Event, Line
 
 __all__ = [
     "CudaAssertExtractor",
     "EnvExtractor",
     "Extractor",
+    "ExtractorSet",
     "LossScaleExtractor",
     "MetricExtractor",
     "NcclExtractor",
@@ -29,16 +43,25 @@ __all__ = [
     "WorkerKilledExtractor",
     "default_extractors",
     "extract_all",
+    "selection_words",
 ]
+
+EXTRACTOR_CLASSES = (TracebackExtractor, CudaAssertExtractor, OomExtractor, MetricExtractor,
+                     LossScaleExtractor, NcclExtractor, WorkerKilledExtractor, EnvExtractor)
 
 
 class Extractor(Protocol):
     """Reads lines one at a time; returns the events each line completes.
 
-    Optional, used by `extract_all` to skip ordinary lines fast: a class attribute
-    `TRIGGERS: tuple[str, ...]` and, for extractors that hold state across lines, an `idle`
-    property (True when a line without TRIGGERS cannot matter to it).
+    Class attributes TRIGGERS, SELECT (and WHOLE_WORDS) as in the module docstring; an
+    extractor that holds state across lines also has an `idle` property (True when a line
+    without TRIGGERS cannot matter to it).
     """
+
+    @property
+    def TRIGGERS(self) -> tuple[str, ...]:  # noqa: N802 - a class constant in the classes
+        """Literals one of which every line the extractor acts on contains."""
+        ...
 
     def feed(self, line: Line) -> Sequence[Event]:
         """Events completed by this line (usually none)."""
@@ -51,43 +74,44 @@ class Extractor(Protocol):
 
 def default_extractors() -> list[Extractor]:
     """A fresh set of every extractor, in a fixed order."""
-    return [
-        TracebackExtractor(),
-        CudaAssertExtractor(),
-        OomExtractor(),
-        MetricExtractor(),
-        LossScaleExtractor(),
-        NcclExtractor(),
-        WorkerKilledExtractor(),
-        EnvExtractor(),
-    ]
+    return [cls() for cls in EXTRACTOR_CLASSES]
+
+
+def selection_words() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(SELECT words, WHOLE_WORDS) of every extractor, for the big-log selector."""
+    select = tuple(w for cls in EXTRACTOR_CLASSES for w in getattr(cls, "SELECT", ()))
+    whole = tuple(w for cls in EXTRACTOR_CLASSES for w in getattr(cls, "WHOLE_WORDS", ()))
+    return select, whole
+
+
+class ExtractorSet:
+    """Every extractor behind one test: a line holding none of their TRIGGERS is skipped
+    (one regex search instead of a call per extractor) unless a stateful one is busy."""
+
+    def __init__(self, extractors: list[Extractor] | None = None) -> None:
+        self.extractors = default_extractors() if extractors is None else extractors
+        self._feeds = [extractor.feed for extractor in self.extractors]
+        self._holds = any_of(w for e in self.extractors for w in e.TRIGGERS)
+        self._stateful = [e for e in self.extractors if hasattr(e, "idle")]
+
+    def feed(self, line: Line) -> list[Event]:
+        if not self._holds(line.text) and all(e.idle for e in self._stateful):
+            return []
+        events: list[Event] = []
+        for feed in self._feeds:
+            found = feed(line)
+            if found:
+                events.extend(found)
+        return events
+
+    def close(self) -> list[Event]:
+        return [event for extractor in self.extractors for event in extractor.close()]
 
 
 def extract_all(lines: Iterable[Line], extractors: list[Extractor] | None = None
                 ) -> Iterator[Event]:
-    """Feed every line to every extractor; yield events as they complete, then the flush.
-
-    Fast path: when every extractor declares `TRIGGERS` (literals, one of which each line it
-    acts on contains) a line holding none of them is skipped with one regex search, unless an
-    extractor with an `idle` property is busy (a traceback in progress needs every line).
-    """
-    active = default_extractors() if extractors is None else extractors
-    feeds = [extractor.feed for extractor in active]
-    interesting = _prefilter(active)
-    stateful = [extractor for extractor in active if hasattr(extractor, "idle")]
+    """Feed every line to every extractor; yield events as they complete, then the flush."""
+    active = ExtractorSet(extractors)
     for line in lines:
-        if (interesting is not None and interesting(line.text) is None
-                and all(extractor.idle for extractor in stateful)):
-            continue
-        for feed in feeds:
-            events = feed(line)
-            if events:
-                yield from events
-    for extractor in active:
-        yield from extractor.close()
-
-
-def _prefilter(extractors: list[Extractor]) -> Callable[[str], object] | None:
-    if not all(hasattr(extractor, "TRIGGERS") for extractor in extractors):
-        return None
-    return trigger_search(word for extractor in extractors for word in extractor.TRIGGERS)
+        yield from active.feed(line)
+    yield from active.close()

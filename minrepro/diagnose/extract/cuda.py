@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 
 from minrepro.diagnose.extract.units import SIZE, parse_size
+from minrepro.diagnose.literals import any_of
 from minrepro.model import CudaAssert, Line, OomReport
 
 _ASSERT_RE = re.compile(
@@ -33,13 +34,14 @@ class CudaAssertExtractor:
     """`file.cu:N: kernel: block: [..], thread: [..] Assertion `cond` failed.` -> CudaAssert."""
 
     TRIGGERS = ("Assertion `",)
+    SELECT = ("assertion",)
 
     def __init__(self) -> None:
         self._seen: set[tuple[str, str, str, int | None]] = set()
 
     def feed(self, line: Line) -> Sequence[CudaAssert]:
         text = line.text
-        if "Assertion `" not in text:
+        if not _may_assert(text):
             return ()
         match = _ASSERT_RE.search(text)
         if match is None:
@@ -84,10 +86,11 @@ class OomExtractor:
     """CUDA/HIP out-of-memory messages -> OomReport (sizes in bytes)."""
 
     TRIGGERS = ("out of memory", "ried to allocate")
+    SELECT = ("out of memory",)
 
     def feed(self, line: Line) -> Sequence[OomReport]:
         text = line.text
-        if "out of memory" not in text and "ried to allocate" not in text:
+        if not _may_oom(text):
             return ()
         if "has a total capac" in text:
             report = _parse_new(text, line)
@@ -140,3 +143,7 @@ def _parse_new(text: str, line: Line) -> OomReport:
         rank=line.rank,
         fmt="new",
     )
+
+
+_may_assert = any_of(CudaAssertExtractor.TRIGGERS)
+_may_oom = any_of(OomExtractor.TRIGGERS)

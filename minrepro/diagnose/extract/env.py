@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from minrepro.diagnose.literals import any_of
 from minrepro.model import EnvFact, Line
 
 _MAX_FACTS = 256
@@ -144,12 +145,16 @@ _PROBES: tuple[Callable[[str], list[tuple[str, str]]], ...] = (
     _torch, _cuda, _driver, _gpu, _python, _dtype)
 
 
+#: A line holding none of these reveals nothing.
+TRIGGERS = ("orch", "CUDA", "cuda", "river", "GPU", "NVIDIA", "Tesla", "A100", "H100", "sm_",
+            "-packages", "Python version", "fp16", "bf16")
+_may_hold_env = any_of(TRIGGERS)
+
+
 class EnvExtractor:
     """Versions, GPU and precision the log reveals -> EnvFact, each key/value once."""
 
-    #: A line holding none of these reveals nothing (must match `_may_hold_env`).
-    TRIGGERS = ("orch", "CUDA", "cuda", "river", "GPU", "NVIDIA", "Tesla", "A100", "H100", "sm_",
-                "-packages", "Python version", "fp16", "bf16")
+    TRIGGERS = TRIGGERS
 
     def __init__(self) -> None:
         self._seen: set[tuple[str, str]] = set()
@@ -169,10 +174,3 @@ class EnvExtractor:
 
     def close(self) -> Sequence[EnvFact]:
         return ()
-
-
-def _may_hold_env(text: str) -> bool:
-    return ("orch" in text or "CUDA" in text or "cuda" in text or "river" in text
-            or "GPU" in text or "NVIDIA" in text or "Tesla" in text or "A100" in text
-            or "H100" in text or "sm_" in text or "-packages" in text
-            or "Python version" in text or "fp16" in text or "bf16" in text)

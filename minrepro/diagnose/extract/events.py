@@ -24,6 +24,7 @@ import re
 from collections.abc import Hashable, Sequence
 
 from minrepro.diagnose.extract.units import FLOAT, parse_duration_ms, parse_float
+from minrepro.diagnose.literals import any_of
 from minrepro.model import Line, LossScaleEvent, NcclTimeout, WorkerKilled
 
 #: Events repeat (every rank, every retry, every 10 s for barriers); report each once.
@@ -68,6 +69,7 @@ class LossScaleExtractor:
     """Dynamic loss-scale reductions (apex, DeepSpeed, fairseq) -> LossScaleEvent."""
 
     TRIGGERS = ("scale",)
+    SELECT = ("overflow", "loss scale")
 
     def __init__(self) -> None:
         # DeepSpeed prints one reduction twice ("Reducing dynamic loss scale from A to B" and
@@ -76,7 +78,7 @@ class LossScaleExtractor:
 
     def feed(self, line: Line) -> Sequence[LossScaleEvent]:
         text = line.text
-        if "scale" not in text:
+        if not _may_scale(text):
             return ()
         event = _loss_scale_event(text, line)
         if event is None:
@@ -123,14 +125,14 @@ class NcclExtractor:
     """NCCL watchdog timeouts, store-based barrier waits, DistBackendError timeouts."""
 
     TRIGGERS = ("Watchdog caught", "store based barrier", "DistBackendError", "DistStoreError")
+    SELECT = ("watchdog", "timed out", "timeout", "store based barrier")
 
     def __init__(self) -> None:
         self._seen = _Seen()
 
     def feed(self, line: Line) -> Sequence[NcclTimeout]:
         text = line.text
-        if ("Watchdog caught" in text or "store based barrier" in text
-                or "DistBackendError" in text or "DistStoreError" in text):
+        if _may_nccl(text):
             event = _nccl_event(text, line)
             if event is not None and self._seen.first_time(
                     (event.op, event.timeout_ms, event.seq_num, event.rank)):
@@ -187,14 +189,15 @@ _SIGNAL_NAME = {"bus error": "Bus error", "segmentation fault": "Segmentation fa
 class WorkerKilledExtractor:
     """DataLoader worker deaths (signal, unexpected exit, shm bus error) -> WorkerKilled."""
 
-    TRIGGERS = ("DataLoader worker", "Dataloader worker", "in worker")
+    TRIGGERS = ("ataLoader worker", "ataloader worker", "in worker")  # any case of "D"
+    SELECT = ("killed by signal", "exited unexpectedly", "bus error")
 
     def __init__(self) -> None:
         self._seen = _Seen()
 
     def feed(self, line: Line) -> Sequence[WorkerKilled]:
         text = line.text
-        if not ("ataLoader worker" in text or "ataloader worker" in text or "in worker" in text):
+        if not _may_worker(text):
             return ()
         event = _worker_event(text, line)
         if event is None or not self._seen.first_time((event.signal, event.pid, event.rank)):
@@ -219,3 +222,8 @@ def _worker_event(text: str, line: Line) -> WorkerKilled | None:
     if match:
         return WorkerKilled(line=line.line, signal=_SIGNAL_NAME[match[1]], rank=line.rank)
     return None
+
+
+_may_scale = any_of(LossScaleExtractor.TRIGGERS)
+_may_nccl = any_of(NcclExtractor.TRIGGERS)
+_may_worker = any_of(WorkerKilledExtractor.TRIGGERS)

@@ -45,6 +45,7 @@ import re
 from collections.abc import Sequence
 
 from minrepro.diagnose.extract.units import FLOAT, is_finite
+from minrepro.diagnose.literals import any_of
 from minrepro.model import Line, MetricRecord
 
 _ALIASES: dict[str, str] = {
@@ -125,12 +126,17 @@ def normalise(key: str) -> str | None:
     return None
 
 
+#: A line holding none of these is no metric line.
+TRIGGERS = ("loss", "Loss", "LOSS", "acc", "Acc", "Prec", "it/s", "s/it", "lr", "learning",
+            "val", "norm", "top1", "RAM", "rss", "data_time")
+_may_hold_metrics = any_of(TRIGGERS)
+
+
 class MetricExtractor:
     """Metric lines of the formats in the module docstring -> MetricRecord."""
 
-    #: A line holding none of these is no metric line (must match `_may_hold_metrics`).
-    TRIGGERS = ("loss", "Loss", "LOSS", "acc", "Acc", "Prec", "it/s", "s/it", "lr", "learning",
-                "val", "norm", "top1", "RAM", "rss", "data_time")
+    TRIGGERS = TRIGGERS
+    WHOLE_WORDS = ("nan", "inf", "-inf", "infinity")  # a NaN loss anywhere in a big log
 
     def __init__(self) -> None:
         self._columns: list[str | None] | None = None  # inside a table: its column names
@@ -212,13 +218,6 @@ def _table_row(text: str, columns: list[str | None], line: Line
         return ()
     return (MetricRecord(line=line.line, values=tuple(values.items()), step=step,
                          rank=line.rank),)
-
-
-def _may_hold_metrics(text: str) -> bool:
-    return ("loss" in text or "Loss" in text or "LOSS" in text or "acc" in text
-            or "Acc" in text or "Prec" in text or "it/s" in text or "s/it" in text
-            or "lr" in text or "learning" in text or "val" in text or "norm" in text
-            or "top1" in text or "RAM" in text or "rss" in text or "data_time" in text)
 
 
 _EVAL_LINE = re.compile(r"^\W*(?:test set|validation set|val(?:idation)?|eval(?:uation)?|test)\b",

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from minrepro.diagnose.extract import pylines
+from minrepro.diagnose.literals import any_of
 from minrepro.model import Frame, Line, Traceback
 
 MAX_FRAMES = 200
@@ -85,12 +86,17 @@ class _Partial:
         )
 
 
+TRIGGERS = ("Error", "Exception", "Traceback", '", line ', "Interrupt", "Exit", "Failure",
+            "StopIteration")
+_may_start = any_of(TRIGGERS)
+
+
 class TracebackExtractor:
     """Reassembles Python tracebacks; see the module docstring for the formats handled."""
 
-    #: While idle, a line holding none of these is ignored (must match `_may_start`).
-    TRIGGERS = ("Error", "Exception", "Traceback", '", line ', "Interrupt", "Exit", "Failure",
-                "StopIteration")
+    TRIGGERS = TRIGGERS  # while idle, a line holding none of these is ignored
+    #: Python warnings ("file:line: UserWarning: ...") are kept for the rules that read them.
+    SELECT = ("traceback", "error", "exception", "warning:")
 
     def __init__(self) -> None:
         self._partial: dict[int | None, _Partial] = {}
@@ -265,10 +271,6 @@ class TracebackExtractor:
         return events
 
 
-def _may_start(text: str) -> bool:
-    return ("Error" in text or "Exception" in text or "Traceback" in text or '", line ' in text
-            or "Interrupt" in text or "Exit" in text or "Failure" in text
-            or "StopIteration" in text)
 
 
 def _has_escaped_traceback(text: str) -> bool:

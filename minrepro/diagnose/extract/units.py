@@ -31,9 +31,8 @@ def parse_size(text: str) -> int | None:
         return None
     number, unit = match.groups()
     factor = _SIZE_UNITS.get(unit.lower())
-    if factor is None:
-        return None
-    return round(float(number) * factor)
+    value = float(number) * factor if factor is not None else math.inf
+    return round(value) if math.isfinite(value) else None  # 400 digits: no size
 
 
 def parse_float(text: str) -> float | None:

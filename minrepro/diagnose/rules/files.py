@@ -1,8 +1,8 @@
 """Rule files on disk: YAML read safely (size, nesting and duplicate keys checked), and the
 frozen copy of the built-in files that start-up reads instead of running the YAML parser.
 
-The frozen copy (rules/frozen.json, written by `python -m minrepro.diagnose.rules.pack --freeze`) holds
-the parsed files and a fingerprint of their bytes; where the fingerprint no longer matches the
+The frozen copy (frozen.json here, written by `python -m minrepro.tools.freeze`) holds the
+parsed files and a fingerprint of their bytes; where the fingerprint no longer matches the
 files, it is ignored and the YAML is read.
 """
 
