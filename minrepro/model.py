@@ -148,6 +148,7 @@ class MetricRecord:
     values: tuple[tuple[str, float], ...]  # ("loss", 2.30), ("learning_rate", 1e-4), ...
     step: int | None = None
     rank: int | None = None
+    series: str = ""  # the line's shape (numbers masked): which series the values belong to
 
     def get(self, name: str) -> float | None:
         for key, value in self.values:
@@ -195,8 +196,17 @@ class EnvFact:
     value: str
 
 
+@dataclass(frozen=True, slots=True)
+class RunEnded:
+    """The run says it finished: "Training completed", the Trainer's train_runtime summary,
+    "exits successfully", Lightning's "max_epochs=N reached"."""
+
+    line: int
+    text: str
+
+
 Event = Union[Traceback, CudaAssert, OomReport, MetricRecord, LossScaleEvent, NcclTimeout,
-              WorkerKilled, EnvFact]
+              WorkerKilled, EnvFact, RunEnded]
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ from minrepro.diagnose.analyze.events import (
     OomAnalyzer,
     is_fragmented,
 )
-from minrepro.model import Line, LossScaleEvent, MetricRecord, NcclTimeout, OomReport
+from minrepro.diagnose.analyze.trends import classes_for
+from minrepro.model import EnvFact, Line, LossScaleEvent, MetricRecord, NcclTimeout, OomReport
 
 GIB = 1 << 30
 
@@ -106,10 +107,23 @@ def test_a_summed_loss_at_a_log_value_is_no_ln_c_plateau() -> None:
     """Detection losses are sums (loss = loss_cls + loss_box): their level says nothing of ln C."""
     falling = [3.4, 3.05, 2.9, 2.75, 2.66]
     settled = [1.7645, 1.7536, 1.7660, 1.7252, 1.7597, 1.7615, 1.7580]  # near ln 6 = 1.79
-    single = [{"loss": v} for v in falling + settled]
-    summed = [{"loss": v, "loss_ins": v * 0.7, "loss_cate": v * 0.3} for v in falling + settled]
+    chance = {"eval_accuracy": 1 / 6}  # a 6-class task at chance: the evidence ln 6 needs
+    single = [{"loss": v, **chance} for v in falling + settled]
+    summed = [{"loss": v, "loss_ins": v * 0.7, "loss_cate": v * 0.3, **chance}
+              for v in falling + settled]
     assert "loss_stagnation" in curve(single)
     assert "loss_stagnation" not in curve(summed)
+
+
+def test_a_level_near_ln_c_without_a_c_class_task_is_no_plateau() -> None:
+    """An SFT loss settling at 1.92 is near ln 7; nothing says the task has 7 classes."""
+    settled = [2.03, 1.99, 1.96, 1.94, 1.93, 1.925, 1.921, 1.93, 1.918, 1.924, 1.92, 1.922]
+    assert "loss_stagnation" not in curve([{"loss": v} for v in settled])
+    stated = CurveAnalyzer()
+    stated.feed(EnvFact(line=1, key="num_classes", value="7"), Line(1, "num_classes=7"))
+    for number, value in enumerate(settled, 2):
+        stated.feed(MetricRecord(line=number, values=(("loss", value),)), Line(number, ""))
+    assert "loss_stagnation" in {f.cause for f in stated.findings()}
 
 
 @pytest.mark.parametrize("level, classes", [
@@ -119,9 +133,7 @@ def test_a_summed_loss_at_a_log_value_is_no_ln_c_plateau() -> None:
     (8.25, None),  # beyond 1000 classes
 ])
 def test_which_levels_are_ln_c(level: float, classes: int | None) -> None:
-    from minrepro.diagnose.analyze.curves import _classes_for
-
-    assert _classes_for(level) == classes
+    assert classes_for(level) == classes
 
 
 def test_an_eval_loss_of_exactly_ln_c_is_uniform_output() -> None:
@@ -137,7 +149,7 @@ def test_accuracy_that_rises_rules_out_stagnation() -> None:
             ((6.91, 0.4), (5.2, 20.0), (4.1, 48.0), (3.41, 70.1), (3.398, 75.0), (3.402, 76.2),
              (3.401, 76.5), (3.399, 76.6))]
     assert "loss_stagnation" not in curve(rows)
-    stuck = [{**row, "eval_accuracy": 0.1} for row in rows]
+    stuck = [{**row, "eval_accuracy": 1 / 30} for row in rows]  # 30 classes, at chance
     assert "loss_stagnation" in curve(stuck)
 
 

@@ -19,10 +19,23 @@ from minrepro.diagnose.reader import LogReader
 from minrepro.diagnose.rules.pack import Rule
 from minrepro.diagnose.rules.registry import RuleSet, load_rules
 from minrepro.diagnose.scan import LineSelector
-from minrepro.model import Diagnosis, EnvFact, Event, Failure, Line, Role, Severity, Traceback
+from minrepro.diagnose.weigh import LogShape, weigh
+from minrepro.model import (
+    Diagnosis,
+    EnvFact,
+    Event,
+    Failure,
+    Line,
+    MetricRecord,
+    Role,
+    RunEnded,
+    Severity,
+    Traceback,
+)
 
 _KEEP_TRACEBACKS = 6  # the first few (the original failure) and the last (how it ended)
 _RECENT_LINES = 256  # lines kept to give multi-line events their own line's text
+TASK_FACTS = frozenset({"num_classes"})  # facts of the task, for the analyzers, not of the env
 
 
 class _Collector:
@@ -34,13 +47,20 @@ class _Collector:
         self.failures: list[Failure] = []
         self.last_failure: Failure | None = None
         self.recent: deque[Line] = deque(maxlen=_RECENT_LINES)
+        self.last_metric_line = 0  # training went on until here
+        self.ended_line = 0  # where the run last said it finished
+        self.lines = 0
 
     def dispatch(self, event: Event, current: Line) -> None:
         line = self._line_of(event, current)
-        if isinstance(event, EnvFact):
+        if isinstance(event, EnvFact) and event.key not in TASK_FACTS:
             self.env.setdefault(event.key, event.value[:120])
         elif isinstance(event, Traceback):
             self._keep_traceback(event)
+        elif isinstance(event, MetricRecord):
+            self.last_metric_line = max(self.last_metric_line, event.line)
+        elif isinstance(event, RunEnded):
+            self.ended_line = event.line
         for analyzer in self.analyzers:
             analyzer.feed(event, line)
 
@@ -94,6 +114,7 @@ def run_stages(lines: Iterable[Line], rules: RuleSet) -> tuple[list, _Collector,
             collector.dispatch(event, line)
     for event in extractors.close():
         collector.dispatch(event, line)
+    collector.lines = line.line
     findings = matcher.findings()
     for analyzer in collector.analyzers:
         findings.extend(analyzer.findings())
@@ -106,9 +127,12 @@ def diagnose_lines(lines: Iterable[Line], *, rules: RuleSet | None = None,
     findings, collector, matcher = run_stages(lines, rules)
     curve = next((a for a in collector.analyzers if isinstance(a, CurveAnalyzer)), None)
     notes = [f"rule pattern timed out: {name}" for name in sorted(matcher.timeouts)]
-    context = Context(source=source, env=collector.env, failures=collector.all_failures(),
+    failures = collector.all_failures()
+    shape = LogShape(lines=collector.lines, last_metric_line=collector.last_metric_line,
+                     ended_line=collector.ended_line)
+    context = Context(source=source, env=collector.env, failures=failures,
                       loss_curve=curve.loss_curve() if curve else (), warnings=tuple(notes))
-    return decide(findings, rules, context)
+    return decide(weigh(findings, shape, failures), rules, context)
 
 
 def trigger_words(rules: Iterable[Rule]) -> list[str]:

@@ -1,48 +1,55 @@
-"""What the curves say: pure checks of a CurveState, and the adapter that feeds it the log's
-metric records.
+"""What the loss curves say: pure checks of a CurveState, and the adapter that feeds it the
+log's metric records.
 
-NaN/Inf and explosion -> lr_divergence; a flat line (at ln C) -> loss_stagnation; train loss
-collapsing to ~0 while evaluation sits at chance -> single_class_labels; train falling while eval
-rises -> overfitting; data time dominating step time -> dataloader_bottleneck; memory growing
-step after step -> undetached_loss_list.
+Built to hold on whole real runs (thousands of noisy per-batch losses, warmup, lr decay, evals
+every N steps, several runs in one file): every check judges the run's level (window medians,
+trends.py) against its own noise, over enough points, as an engineer would before saying
+"diverged", "stuck" or "overfitting":
+
+  divergence    the loss stays NaN/Inf, or climbs back to several times its best level and
+                stays there (still near its peak at the end), or never falls and ends well
+                above its start  -> lr_divergence
+  stagnation    the loss is flat from start to end; at ln(C) only where the log shows C
+                classes (a stated class count, accuracy at 1/C, or ln C to four decimals)
+                -> loss_stagnation
+  collapse      train loss at ~0 while evaluation sits at chance -> single_class_labels
+  overfitting   the held-out loss climbs after its best while the train loss falls, and no
+                held-out quality metric keeps improving -> overfitting
+Resource curves (data time, GPU and host memory) are in resources.py.
 """
 
 from __future__ import annotations
 
-import bisect
 import math
-from collections.abc import Iterable
-from typing import Any
 
 from minrepro.diagnose.analyze import checks
-from minrepro.diagnose.analyze.checks import AnalyzerCheck
 from minrepro.diagnose.analyze.curvestate import CurveState
-from minrepro.diagnose.analyze.series import Point
-from minrepro.model import Event, Evidence, Finding, Line, MetricRecord, Severity
-from minrepro.taxonomy import CATEGORY_OF
+from minrepro.diagnose.analyze.resources import (
+    data_bound,
+    finding,
+    host_memory_growth,
+    memory_growth,
+)
+from minrepro.diagnose.analyze.series import Point, Series
+from minrepro.diagnose.analyze.trends import (
+    better_at_end,
+    classes_for,
+    flatness,
+    improved,
+    levels,
+    mean,
+    median,
+    windows,
+)
+from minrepro.model import EnvFact, Event, Finding, Line, MetricRecord, OomReport
 
-SPIKE_FACTOR = 4.0  # a loss this many times its earlier median is a divergence spike
-FLAT_TOLERANCE = 0.02  # relative range under which a loss curve is flat
-#: Share of the step time spent waiting for data from which loading is the bottleneck. Below
-#: it, a run is slowed by its input pipeline but that is not what failed (detection training
-#: commonly shows 0.5-0.6 on a healthy run).
-DATA_SHARE = 0.65
-LN_C_TOLERANCE = 0.01  # relative distance from ln(C) that counts as "at ln C"
-#: Class counts of common tasks and data sets (2-10, VOC 20/21, COCO 80/81/91, CIFAR-100,
-#: 200-class sets, Places365, ImageNet): a plateau near their ln is taken more readily.
-COMMON_CLASS_COUNTS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 21, 80, 81, 91, 100, 200, 365, 1000)
-
-
-def _evidence(points: list[Point], limit: int = 4) -> tuple[Evidence, ...]:
-    return tuple(Evidence(line=p.line, text=p.text, rank=p.rank) for p in points[:limit])
-
-
-def _finding(check: AnalyzerCheck, score: float, points: list[Point], **extra: Any) -> Finding:
-    params = extra.pop("params", {})
-    return Finding(rule_id=check.id, cause=check.cause, category=CATEGORY_OF[check.cause],
-                   score=score,
-                   first_line=points[0].line if points else 0, evidence=_evidence(points),
-                   params=tuple(params.items()), severity=Severity.SYMPTOM, **extra)
+CLIMB = 3.0  # a loss back at this many times its best level has diverged
+SPIKE = 4.0  # in a snippet, a loss this many times the median before it is a spike
+WORSE = 1.15  # three windows of a run this far above where it began: it got worse
+FLAT_TOLERANCE = 0.02  # relative spread of the levels under which a curve is flat
+FLAT_POINTS = 20  # a curve this long that is flat is stuck (a short one may be a snippet)
+FLAT_EVALS = 8  # evaluations that show the same held-out loss
+RISE = 1.1  # a held-out loss this far above its best, to stay, is rising
 
 
 class CurveAnalyzer:
@@ -54,13 +61,18 @@ class CurveAnalyzer:
         self._seen_rank = False
 
     def feed(self, event: Event, line: Line) -> None:
+        if isinstance(event, OomReport):
+            self.state.ended_in_oom = True
+        elif isinstance(event, EnvFact) and event.key == "num_classes":
+            self.state.num_classes = int(event.value)
         if not isinstance(event, MetricRecord):
             return
         if not self._seen_rank:
             self._rank, self._seen_rank = event.rank, True
         if event.rank != self._rank:
             return  # other ranks repeat the same curve; interleaving them would zigzag
-        self.state.add(event.values, line=event.line, rank=event.rank, text=line.text)
+        self.state.add(event.values, line=event.line, rank=event.rank, text=line.text,
+                       series=event.series, step=event.step)
 
     def loss_curve(self, points: int = 40) -> tuple[float, ...]:
         return self.state.loss_curve(points)
@@ -69,107 +81,243 @@ class CurveAnalyzer:
         return run_checks(self.state)
 
 
-# --- the checks: pure functions of a CurveState ---------------------------------------
-
 def run_checks(state: CurveState) -> list[Finding]:
     """Every curve check's finding on `state` (a log's curves or a live run's)."""
     found = (check(state) for check in (divergence, stagnation, collapse, overfitting,
                                           data_bound, memory_growth, host_memory_growth))
-    return [finding for finding in found if finding is not None]
-
+    return [result for result in found if result is not None]
 
 
 def _lr_at(state: CurveState, line: int) -> dict[str, float]:
-    lrs = state.series["learning_rate"].points()
+    lrs = state.main("learning_rate").points()
     before = [p for p in lrs if p.line <= line] or lrs
     return {"learning_rate": before[-1].value} if before else {}
 
 
+# --- divergence ---------------------------------------------------------------------------
+
+
 def divergence(state: CurveState) -> Finding | None:
-    loss = state.series["loss"]
-    spikes = _spikes(loss.points())
-    bad = loss.first_bad
-    if bad is None and state.series["eval_loss"].first_bad is not None:
-        loss = state.series["eval_loss"]  # "total_val_loss: nan" after finite values
-        bad = loss.first_bad
-    if bad is not None:
-        # A loss that turns NaN/Inf after finite steps is most often a step too large;
-        # fp16 scaling and softmax overflow have their own, stronger signals.
-        grew = bool(spikes) or _grew_before(loss.points(), bad.line)
-        finite_before = sum(1 for name in ("loss", "eval_loss")
-                            for p in state.series[name].points() if p.line < bad.line)
-        score = 0.75 if grew else 0.55 if finite_before >= 2 else 0.4
-        points = spikes[:3] + [bad]
-        return _finding(checks.LOSS_NOT_FINITE, score, points,
-                        params=_lr_at(state, points[0].line))
-    grad = _spikes(state.series["grad_norm"].points(), factor=50.0)
-    if not spikes and not grad:
-        rebound = _rebound(loss.points())
-        return None if rebound is None else _finding(
-            checks.LOSS_SPIKES, 0.55, rebound,
-            params=_lr_at(state, rebound[-1].line))
-    score = 0.75 if len(spikes) >= 2 or (spikes and grad) else 0.6
-    points = spikes or grad
-    return _finding(checks.LOSS_SPIKES, score, points,
-                    params=_lr_at(state, points[0].line))
+    losses = state.all("loss")
+    for series in losses + state.all("eval_loss"):  # "total_val_loss: nan" counts too
+        if series.stayed_bad:
+            return _not_finite(state, series)
+    # Judged on the main (longest) training curve: a shorter "loss" beside it may be a part
+    # of the loss, or a validation summary the log does not mark as one.
+    points = _climb(state.main("loss").points())
+    grad = _climb(state.main("grad_norm").points(), factor=50.0)
+    if points:
+        steep = points[-1].value >= 10 * max(points[0].value, 1e-12)
+        return finding(checks.LOSS_SPIKES, 0.75 if grad or steep else 0.6, points,
+                       params=_lr_at(state, points[-1].line))
+    spikes = _spikes(state.main("loss").points())
+    if len(spikes) >= 2 or (spikes and spikes[-1] is state.main("loss").points()[-1]):
+        return finding(checks.LOSS_SPIKES, 0.75 if len(spikes) >= 2 else 0.6, spikes,
+                       params=_lr_at(state, spikes[0].line))
+    loss = state.main("loss").values()
+    if grad and loss and levels(loss)[-1] >= levels(loss)[0]:
+        return finding(checks.LOSS_SPIKES, 0.55, grad, params=_lr_at(state, grad[-1].line))
+    return None
+
+
+def _not_finite(state: CurveState, series: Series) -> Finding:
+    """A loss that turned NaN/Inf after finite steps and stayed so: most often a step too
+    large (fp16 scaling and softmax overflow have their own, stronger signals)."""
+    bad = series.first_bad
+    assert bad is not None
+    before = [p for p in series.points() if p.line < bad.line]
+    grew = _grew_before(before)
+    score = 0.75 if grew else 0.55 if len(before) >= 2 else 0.4
+    evidence = ([before[0], max(before, key=lambda p: p.value)] if grew else []) + [bad]
+    return finding(checks.LOSS_NOT_FINITE, score, evidence, params=_lr_at(state, bad.line))
+
+
+def _grew_before(before: list[Point]) -> bool:
+    if len(before) < 4:
+        return False
+    values = [p.value for p in before]
+    return values[-1] > 3 * median(values[: len(values) // 2])
+
+
+def _climb(points: list[Point], factor: float = CLIMB) -> list[Point] | None:
+    """(best, last) when the curve climbed back to `factor` times its best level and stays
+    there, still near the peak it climbed to and at least half its starting level (not a
+    tiny loss wobbling); or when it never fell and ends well above where it began. None for a
+    healthy curve (a spike that recovers, a new model starting from scratch)."""
+    if len(points) < 4:
+        return None
+    values = [p.value for p in points]
+    found = levels(values)
+    spans = windows(len(values))
+    best_at = min(range(len(found)), key=found.__getitem__)
+    best, first, last = max(found[best_at], 1e-12), found[0], found[-1]
+    if best_at < len(found) - 1:
+        peak = max(found[best_at + 1:])
+        stays = all(level >= 2 * best for level in found[-2:])
+        if last >= factor * best and last >= 0.5 * first and stays and last >= 0.7 * peak:
+            return [_at(points, spans[best_at]), points[-1]]
+    if factor == CLIMB and len(values) >= 10:
+        # It got worse than it began, for a stretch of the run: it never learned, and the
+        # steps made it worse (even where a later lr decay brought it back down).
+        above = [level >= WORSE * max(first, 1e-12) for level in found]
+        stretch = max((len(run) for run in "".join("x" if a else " " for a in above).split()),
+                      default=0)
+        if stretch >= 3:
+            peak = max(range(len(found)), key=found.__getitem__)
+            return [points[0], _at(points, spans[peak])]
+    return None
+
+
+def _spikes(points: list[Point]) -> list[Point]:
+    """Of a short curve (a snippet pasted into a bug report: a level of its own cannot be
+    told), the points at least SPIKE times the median of the points before them."""
+    if len(points) >= FLAT_POINTS:
+        return []  # a whole run: a spike that recovers is noise, a climb that stays is not
+    spikes: list[Point] = []
+    seen: list[float] = []
+    for point in points:
+        if len(seen) >= 3 and point.value > SPIKE * max(median(seen), 1e-8):
+            spikes.append(point)
+        seen.append(point.value)
+    return spikes
+
+
+def _at(points: list[Point], span: tuple[int, int]) -> Point:
+    """The point of a window closest to its median."""
+    chosen = points[span[0]:span[1]]
+    middle = median([p.value for p in chosen])
+    return min(chosen, key=lambda p: abs(p.value - middle))
+
+
+# --- stagnation ---------------------------------------------------------------------------
 
 
 def stagnation(state: CurveState) -> Finding | None:
-    if _accuracy_rose(state):
-        return None  # a model guessing uniformly does not gain accuracy
-    train = state.series["loss"].points()
-    falling = len(train) >= 3 and train[-1].value < 0.9 * train[0].value
+    if _accuracy_rose(state) or _quality_improved(state):
+        return None  # a model guessing uniformly does not get better at the task
+    train = state.main("loss")
+    train_falls = _falls(train.values())
     for name in ("loss", "eval_loss"):
-        points = state.series[name].points()
-        if name == "eval_loss" and falling:
+        series = state.main(name)
+        if name == "eval_loss" and (train_falls and not state.quality()):
             continue  # training still learns: a flat held-out loss is not "no learning"
-        ln_c = not (name == "loss" and state.summed_loss)
-        plateau = _plateau(points)
-        settled = _settled_at_ln_c(points) if plateau is None and ln_c else None
-        level = plateau if plateau is not None else settled
-        final_classes = _classes_for(points[-1].value) if points and ln_c else None
-        if level is None and final_classes:
-            # Ending at ln(C) is the loss of uniform guessing: a weak sign alone, unless the
-            # value is ln(C) to four decimals (eval_loss = 1.386294 for four choices): the
-            # model's output is exactly uniform.
-            exact = abs(points[-1].value - math.log(final_classes)) <= 2e-4
-            return _finding(checks.LOSS_PLATEAU, 0.6 if exact else 0.45,
-                            [points[-1]],
-                            params={"plateau_loss": round(points[-1].value, 4),
-                                    "num_classes": final_classes})
-        if level is None:
-            continue
-        params: dict[str, float | int] = {"plateau_loss": round(level, 4)}
-        classes = _classes_for(level) if ln_c else None
-        if classes:
-            params["num_classes"] = classes
-        score = 0.75 if classes and plateau is not None else 0.65 if classes else 0.45
-        return _finding(checks.LOSS_PLATEAU, score, [points[0], points[-1]],
-                        params=params)
+        found = _plateau_finding(state, series, summed=name == "loss" and state.summed_loss,
+                                 held_out=name == "eval_loss")
+        if found is not None:
+            return found
     return None
+
+
+def _plateau_finding(state: CurveState, series: Series, *, summed: bool,
+                     held_out: bool) -> Finding | None:
+    points = series.points()
+    values = [p.value for p in points]
+    if not values:
+        return None
+    if len(values) < 4 and len(set(values)) > 1 or len(values) == 1:
+        # Too few points for a plateau: only ending at ln(C) of a C-class task says "uniform".
+        classes = None if summed else _evident_classes(state, values[-1], values)
+        if classes is None:
+            return None
+        exact = abs(values[-1] - math.log(classes)) <= 2e-4
+        return finding(checks.LOSS_PLATEAU, 0.6 if exact else 0.45, [points[-1]],
+                       params={"plateau_loss": round(values[-1], 4), "num_classes": classes})
+    level = median(levels(values)[len(levels(values)) // 2:])
+    flat = mean(values) >= 0.05 and flatness(values) <= FLAT_TOLERANCE
+    classes = None if summed else _evident_classes(state, level, values)
+    if classes is None and not flat:
+        return None
+    params: dict[str, float | int] = {"plateau_loss": round(level, 4)}
+    if classes:
+        params["num_classes"] = classes
+    if classes and flat:
+        score = 0.75
+    elif classes:
+        score = 0.65 if _settled(values) else 0.45
+    elif held_out:  # evaluation after evaluation the same, and no metric got better
+        score = 0.55 if len(values) >= FLAT_EVALS else 0.45
+    elif (series.first_epoch or 0) > 1:
+        score = 0.4  # a resumed run that starts on its plateau may just have converged
+    else:
+        score = 0.55 if len(values) >= FLAT_POINTS else 0.45
+    return finding(checks.LOSS_PLATEAU, score, [points[0], points[-1]], params=params)
+
+
+def _evident_classes(state: CurveState, level: float, values: list[float]) -> int | None:
+    """C when the level is ln(C) AND the log shows a task of C classes: a stated class
+    count, an accuracy at chance (1/C), or the level equal to ln C to four decimals (the
+    model's output exactly uniform). A language model's loss near ln 7 is no 7-way task."""
+    classes = classes_for(level)
+    if classes is None:
+        return None
+    if abs(values[-1] - math.log(classes)) <= 2e-4 or state.num_classes == classes:
+        return classes
+    for name in ("accuracy", "eval_accuracy"):
+        accuracy = state.main(name).values()
+        if accuracy:
+            share = median(accuracy[len(accuracy) // 2:])
+            share = share / 100 if max(accuracy) > 1.5 else share
+            if abs(share - 1 / classes) <= 0.5 / classes:
+                return classes
+    return None
+
+
+def _settled(values: list[float]) -> bool:
+    """The second half sits in a tight band (a noisy loss hovering at its level)."""
+    tail = values[len(values) // 2:]
+    if len(tail) < 3:
+        return False
+    ordered = sorted(tail)
+    low, high = ordered[len(ordered) // 4], ordered[(3 * len(ordered)) // 4]
+    level = median(tail)
+    return level > 0.05 and (high - low) / level <= 0.05
+
+
+def _falls(values: list[float]) -> bool:
+    found = levels(values)
+    return len(values) >= 3 and found[-1] < 0.9 * found[0]
 
 
 def _accuracy_rose(state: CurveState) -> bool:
     """Accuracy (train or held-out) up by ten points or more: the mean of its last third
     against that of its first (per-batch accuracy is noisy)."""
     for name in ("accuracy", "eval_accuracy"):
-        values = state.series[name].values()
+        values = state.main(name).values()
         if len(values) >= 2:
             third = max(1, len(values) // 3)
             scale = 100.0 if max(values) > 1.0 else 1.0
-            if _mean(values[-third:]) - _mean(values[:third]) >= 0.1 * scale:
+            if mean(values[-third:]) - mean(values[:third]) >= 0.1 * scale:
                 return True
     return False
 
 
+def _quality_improved(state: CurveState) -> bool:
+    """A held-out quality metric (mAP, BLEU, ...) got better over the run by 5 % of its scale."""
+    return any(improved(series.values(), direction, margin=0.05)
+               for _, direction, series in state.quality())
+
+
+def _still_improving(state: CurveState, since_line: int) -> bool:
+    """A held-out quality metric is better at the end than when the held-out loss was best."""
+    for _, direction, series in state.quality():
+        points = series.points()
+        since = next((i for i, p in enumerate(points) if p.line >= since_line), len(points))
+        if better_at_end([p.value for p in points], direction, since):
+            return True
+    return False
+
+
+# --- collapse -----------------------------------------------------------------------------
+
+
 def collapse(state: CurveState) -> Finding | None:
-    loss = state.series["loss"].points()
-    if len(loss) < 3 or loss[-1].value > 0.01:
+    loss = state.main("loss").points()
+    if len(loss) < 3 or levels([p.value for p in loss])[-1] > 0.01 or loss[-1].value > 0.01:
         return None
     at_chance = _eval_at_chance(state)
     always_zero = all(p.value <= 1e-5 for p in loss)  # printed as 0.0000: not a small MSE
     collapsed = loss[0].value >= 10 * max(loss[-1].value, 1e-6)
-    accuracy = state.series["accuracy"].points()
+    accuracy = state.main("accuracy").points()
     perfect = (len(accuracy) >= 3 and all(p.value in (1.0, 100.0) for p in accuracy[-3:])
                and all(p.value <= 1e-4 for p in loss[-3:]))
     if not (always_zero or perfect or (collapsed and at_chance is not None)):
@@ -179,14 +327,14 @@ def collapse(state: CurveState) -> Finding | None:
         params["num_classes"] = at_chance[1]
     evidence = [loss[0], loss[-1]] + ([at_chance[0]] if at_chance else [])
     score = 0.75 if at_chance is not None else 0.5
-    return _finding(checks.LOSS_COLLAPSE, score, evidence, params=params,
-                    supersedes=("overfitting",))
+    return finding(checks.LOSS_COLLAPSE, score, evidence, params=params,
+                   supersedes=("overfitting",))
 
 
 def _eval_at_chance(state: CurveState) -> tuple[Point, int | None] | None:
     """The eval point that shows chance-level prediction, and the class count it implies."""
-    mcc = state.series["eval_matthews_correlation"].points()
-    acc = state.series["eval_accuracy"].points()
+    mcc = state.main("eval_matthews_correlation").points()
+    acc = state.main("eval_accuracy").points()
     if acc:
         classes = round(1 / acc[-1].value) if acc[-1].value > 0 else 0
         if 2 <= classes <= 100 and abs(acc[-1].value - 1 / classes) <= 0.03:
@@ -196,22 +344,50 @@ def _eval_at_chance(state: CurveState) -> tuple[Point, int | None] | None:
     return None
 
 
+# --- overfitting --------------------------------------------------------------------------
+
+
 def overfitting(state: CurveState) -> Finding | None:
-    train, evals = state.series["loss"].points(), state.series["eval_loss"].points()
-    if len(evals) < 3 or len(train) < 2:
+    train_series, eval_series = state.paired("loss", "eval_loss")
+    train, evals = train_series.points(), eval_series.points()
+    if len(evals) < 4 or len(train) < 2:
         return _generalisation_gap(train, evals)
-    best = min(range(len(evals)), key=lambda i: evals[i].value)
-    after = evals[best:]
-    rising = len(after) >= 3 and after[-1].value >= after[0].value * 1.05
-    train_after = [p for p in train if p.line >= evals[best].line]
-    falling = len(train_after) >= 2 and train_after[-1].value < train_after[0].value
-    recent_train = _mean(p.value for p in train_after) if train_after else 0.0
-    gap = (_mean(p.value for p in after) - recent_train) / max(recent_train, 1e-9)
+    values = [p.value for p in evals]
+    smooth = _smoothed(values)
+    best = min(range(len(smooth)), key=smooth.__getitem__)
+    floor = max(smooth[best], 1e-9)
+    after = smooth[best:]
+    rising = len(after) >= 3 and after[-1] >= RISE * floor and min(after[-2:]) >= 1.05 * floor
+    train_after = [p.value for p in train if p.line >= evals[best].line]
+    falling = len(train_after) >= 2 and levels(train_after)[-1] < levels(train_after)[0]
+    recent_train = median(train_after) if train_after else 0.0
+    gap = (mean(after) - recent_train) / max(recent_train, 1e-9)
     if not (rising and falling and gap > 0.1):
         stalled = best < len(evals) - max(2, len(evals) // 3)  # no new best lately
         return _generalisation_gap(train, evals) if stalled else None
-    return _finding(checks.EVAL_LOSS_RISES, 0.7, [evals[best], after[-1]],
-                    params={"best_eval_loss": round(evals[best].value, 4)})
+    if _still_improving(state, evals[best].line):
+        return None  # the held-out loss rises, but the model still gets better at the task
+    worse = _quality_got_worse(state)
+    return finding(checks.EVAL_LOSS_RISES, 0.8 if worse else 0.7, [evals[best], evals[-1]],
+                   params={"best_eval_loss": round(evals[best].value, 4)})
+
+
+def _smoothed(values: list[float]) -> list[float]:
+    """A running median of three: one noisy evaluation is no best or worst."""
+    if len(values) < 5:
+        return values
+    return [median(values[max(0, i - 1):i + 2]) for i in range(len(values))]
+
+
+def _quality_got_worse(state: CurveState) -> bool:
+    for _, direction, series in state.quality():
+        values = [v * direction for v in series.values()]
+        if len(values) >= 4:
+            found = levels(values)
+            scale = 100.0 if max(abs(v) for v in values) > 1.5 else 1.0
+            if max(found) - found[-1] >= 0.01 * scale:
+                return True
+    return False
 
 
 def _generalisation_gap(train: list[Point], evals: list[Point]) -> Finding | None:
@@ -221,156 +397,5 @@ def _generalisation_gap(train: list[Point], evals: list[Point]) -> Finding | Non
     last_train = min(train[-3:], key=lambda p: abs(p.line - evals[-1].line))
     if last_train.value >= 0.1 or evals[-1].value < 10 * max(last_train.value, 1e-9):
         return None
-    return _finding(checks.GENERALISATION_GAP, 0.55, [last_train, evals[-1]],
-                    params={"best_eval_loss": round(min(p.value for p in evals), 4)})
-
-
-def data_bound(state: CurveState) -> Finding | None:
-    """Most of each step spent waiting for data: from the running averages a log prints
-    (past its first record, which holds the workers' start-up alone), else from the
-    printed steps' own times (without the first)."""
-    data, batch = state.series["data_time"].points(), state.series["batch_time"].points()
-    data_avg = state.series["data_time_avg"].points()
-    batch_avg = state.series["batch_time_avg"].points()
-    if len(data_avg) >= 2 and len(batch_avg) >= 2:
-        mean_data, mean_batch, evidence = data_avg[-1].value, batch_avg[-1].value, data_avg[-2:]
-    elif len(data) >= 3 and len(batch) >= 3:
-        mean_data = _mean(p.value for p in data[1:])
-        mean_batch = _mean(p.value for p in batch[1:])
-        evidence = data[:3]
-    elif len(data) == 2 == len(batch) and all(
-            d.value >= DATA_SHARE * b.value > 0 for d, b in zip(data, batch, strict=True)):
-        # Two records, both mostly waiting: the first is not a lone start-up stall.
-        mean_data, mean_batch = _mean(p.value for p in data), _mean(p.value for p in batch)
-        evidence = data
-    else:
-        return None
-    share = mean_data / mean_batch if mean_batch > 0 else 0.0
-    if share < DATA_SHARE:
-        return None
-    return _finding(checks.DATA_TIME_SHARE, 0.8 if share >= 0.75 else 0.6, evidence,
-                    params={"data_time": round(mean_data, 4),
-                            "batch_time": round(mean_batch, 4)})
-
-
-def host_memory_growth(state: CurveState) -> Finding | None:
-    return _host_growth_finding(state.series["rss_mb"].points())
-
-
-def memory_growth(state: CurveState) -> Finding | None:
-    points = _rising_tail(state.series["memory_mb"].points())
-    if len(points) < 5 or points[-1].value < 1.5 * points[0].value:
-        return None
-    return _finding(checks.GPU_MEMORY_GROWS, 0.6, [points[0], points[-1]],
-                    params={"memory_start_mb": round(points[0].value, 1),
-                            "memory_end_mb": round(points[-1].value, 1)},
-                    supersedes=("cuda_oom",))
-
-
-
-def _host_growth_finding(points: list[Point]) -> Finding | None:
-    """Host RAM (RSS) climbing step after step: DataLoader workers copying the dataset."""
-    points = _rising_tail(points)
-    if len(points) < 4 or points[-1].value < 1.5 * points[0].value:
-        return None
-    return _finding(checks.HOST_MEMORY_GROWS, 0.55, [points[0], points[-1]],
-                    params={"rss_start_mb": round(points[0].value, 1),
-                            "rss_end_mb": round(points[-1].value, 1)})
-
-
-def _spikes(points: list[Point], factor: float = SPIKE_FACTOR) -> list[Point]:
-    """Points at least `factor` times the median of the points before them (>= 3 of them)."""
-    seen: list[float] = []
-    spikes = []
-    for point in points:
-        if len(seen) >= 3 and point.value > factor * max(seen[len(seen) // 2], 1e-8):
-            spikes.append(point)
-        bisect.insort(seen, point.value)
-    return spikes
-
-
-def _rising_tail(points: list[Point]) -> list[Point]:
-    """The last stretch of the series that never goes down and rises at 80% of its steps
-    (memory held by leaked graphs grows step after step until the OOM)."""
-    start = len(points) - 1
-    while start > 0 and points[start - 1].value <= points[start].value:
-        start -= 1
-    tail = points[start:]
-    steps = list(zip(tail, tail[1:], strict=False))
-    while steps and sum(b.value > a.value for a, b in steps) < 0.8 * len(steps):
-        tail, steps = tail[1:], steps[1:]  # drop the flat start of the stretch
-    return tail
-
-
-def _rebound(points: list[Point]) -> list[Point] | None:
-    """A loss that fell to its minimum, then climbed back to several times it and stayed there
-    (the last two points): the step became too large for where training had got to."""
-    if len(points) < 5:
-        return None
-    lowest = min(range(len(points)), key=lambda i: points[i].value)
-    after = points[lowest + 1:]
-    floor = max(points[lowest].value, 1e-8)
-    if len(after) < 2 or not all(p.value >= 3 * floor for p in after[-2:]):
-        return None
-    return [points[lowest], after[-1]]
-
-
-def _mean(values: Iterable[float]) -> float:
-    """statistics.fmean, without importing statistics."""
-    values = list(values)
-    return math.fsum(values) / len(values)
-
-
-def _grew_before(points: list[Point], line: int) -> bool:
-    before = [p.value for p in points if p.line <= line]
-    if len(before) < 4:
-        return False
-    import statistics  # here: its import (fractions, decimal) costs start-up ~2 ms
-
-    return before[-1] > 3 * statistics.median(before[: len(before) // 2])
-
-
-def _plateau(points: list[Point]) -> float | None:
-    """The level of a curve that is flat from start to end, else None."""
-    values = [p.value for p in points]
-    if len(values) < 2 or (len(values) < 4 and len(set(values)) > 1):
-        return None
-    mean = _mean(values)
-    if mean < 0.05 or (max(values) - min(values)) / mean > FLAT_TOLERANCE:
-        return None
-    return mean
-
-
-def _settled_at_ln_c(points: list[Point]) -> float | None:
-    """The level of a curve whose second half sits in a tight band around ln(C), else None.
-
-    Noisy per-batch losses hovering at ln 2 or ln 10 mean uniform guessing even when the
-    first steps were higher (initial loss above ln C falls to it and stays)."""
-    tail = [p.value for p in points[len(points) // 2:]]
-    if len(tail) < 3:
-        return None
-    import statistics
-
-    level = statistics.median(tail)
-    quartiles = statistics.quantiles(tail, n=4) if len(tail) >= 4 else [min(tail), 0, max(tail)]
-    if level <= 0.05 or (quartiles[2] - quartiles[0]) / level > 0.05:
-        return None
-    return level if _classes_for(level) else None
-
-
-def _classes_for(plateau: float) -> int | None:
-    """C such that the plateau is ln(C): the loss of uniform guessing over C classes.
-
-    Between 10 and 1000 classes the ln(C) lie close together (ln 42 - ln 41 = 0.024), so some
-    ln(C) is near any level: a common class count (CIFAR-100, COCO, ImageNet ...) is taken
-    within 1 %, any other count only within a tenth of the gap to the next one."""
-    if not 0 < plateau <= math.log(1000) * (1 + LN_C_TOLERANCE):
-        return None  # beyond a classifier's class count (a vocabulary-sized plateau)
-    common = min(COMMON_CLASS_COUNTS, key=lambda c: abs(math.log(c) - plateau))
-    tolerance = (3 if common <= 10 else 1) * LN_C_TOLERANCE * plateau
-    if abs(math.log(common) - plateau) <= tolerance:
-        return common
-    classes = round(math.exp(plateau))
-    if classes > 10 and abs(math.log(classes) - plateau) <= 0.1 * math.log1p(1 / classes):
-        return classes
-    return None
+    return finding(checks.GENERALISATION_GAP, 0.55, [last_train, evals[-1]],
+                   params={"best_eval_loss": round(min(p.value for p in evals), 4)})

@@ -21,8 +21,10 @@ FRAGMENTED_SHARE = 0.25
 #: more (a few hundred MiB of split blocks is ordinary slack on a full card).
 SOME_SHARE = 0.15
 SOME_BYTES = 1 << 30
-#: Dynamic loss scaling halves a few times at start-up; this many reductions is not that.
+#: Dynamic loss scaling halves a few times at start-up; this many reductions, never regrowing,
+#: to a scale this low (from 2**16), is not that.
 MANY_REDUCTIONS = 8
+LOW_SCALE = 16.0
 
 
 def _evidence(line: Line) -> tuple[Evidence, ...]:
@@ -83,43 +85,54 @@ def is_fragmented(report: OomReport) -> bool:
 
 
 class LossScaleAnalyzer:
-    """fp16 overflow: the dynamic loss scale keeps falling (below 1, or to its minimum)."""
+    """fp16 overflow: the dynamic loss scale keeps falling (below 1, or to its minimum).
+
+    Dynamic scaling overflows by design: a burst of reductions at start-up, then a probe
+    every few hundred steps (the scale doubles after N clean steps, overflows, halves: the
+    log shows it back at its old value). That is healthy. A scale at its floor, below 1, or
+    falling far without ever coming back, is not."""
 
     def __init__(self) -> None:
         self.count = 0
         self.lowest: float | None = None
         self.at_minimum = False
+        self.recovered = False  # a later reduction started above an earlier low: it regrew
         self.lines: list[Line] = []
 
     def feed(self, event: Event, line: Line) -> None:
         if isinstance(event, MetricRecord):  # "loss_scale : 1.4e-14" printed as a metric
             scale = event.get("loss_scale")
             if scale is not None and scale < 1:
-                self._lower(scale, line, at_minimum=False)
+                self._lower(scale, None, line, at_minimum=False)
             return
         if isinstance(event, LossScaleEvent):
             self.count += 1
-            self._lower(event.scale_to, line, event.at_minimum)
+            self._lower(event.scale_to, event.scale_from, line, event.at_minimum)
 
-    def _lower(self, scale: float | None, line: Line, at_minimum: bool) -> None:
+    def _lower(self, scale: float | None, start: float | None, line: Line,
+               at_minimum: bool) -> None:
         self.at_minimum |= at_minimum
+        if start is not None and self.lowest is not None and start > self.lowest:
+            self.recovered = True
         if scale is not None and (self.lowest is None or scale < self.lowest):
             self.lowest = scale
-        if len(self.lines) < 3 or at_minimum:
+        if len(self.lines) < 3 or at_minimum or (scale is not None and scale <= 1):
             self.lines = (self.lines + [line])[-4:]
 
     def findings(self) -> list[Finding]:
         # At or below 1 the scaler is at its floor (DeepSpeed's default minimum is 1): every
         # step overflows unscaled.
         collapsed = self.at_minimum or (self.lowest is not None and self.lowest <= 1)
-        if not (collapsed or self.count >= MANY_REDUCTIONS) or not self.lines:
+        falling = (self.count >= MANY_REDUCTIONS and not self.recovered
+                   and self.lowest is not None and self.lowest <= LOW_SCALE)
+        if not (collapsed or falling) or not self.lines:
             return []
         params = {"loss_scale": self.lowest} if self.lowest is not None else {}
         evidence = tuple(e for line in self.lines for e in _evidence(line))
         return [Finding(rule_id=checks.LOSS_SCALE_COLLAPSE.id, cause="fp16_overflow",
-                        category="precision",
-                        score=0.8 if collapsed else 0.6, first_line=self.lines[0].line,
-                        evidence=evidence, params=tuple(params.items()), severity=Severity.SYMPTOM,
+                        category="precision", score=0.8 if collapsed else 0.6,
+                        first_line=self.lines[0].line, evidence=evidence,
+                        params=tuple(params.items()), severity=Severity.SYMPTOM,
                         supersedes=("lr_divergence",))]
 
 

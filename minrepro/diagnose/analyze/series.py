@@ -25,17 +25,25 @@ class Series:
     count: int = 0
     finite: int = 0
     first_bad: Point | None = None  # first NaN / Inf
+    bad_after: int = 0  # non-finite values from the first bad one on
+    finite_after: int = 0  # finite values after the first bad one
+    last_finite: bool = True  # the last value seen was finite
     sample: list[Point] = field(default_factory=list)
     tail: deque[Point] = field(default_factory=lambda: deque(maxlen=TAIL))
+    first_epoch: float | None = None  # where the run this series is of began (resumed?)
     _stride: int = 1
 
     def add(self, line: int, value: float, rank: int | None = None, text: str = "") -> None:
         point = Point(line, value, rank, text[:300])
         self.count += 1
-        if not math.isfinite(value):
+        self.last_finite = math.isfinite(value)
+        if not self.last_finite:
             if self.first_bad is None:
                 self.first_bad = point
+            self.bad_after += 1
             return
+        if self.first_bad is not None:
+            self.finite_after += 1
         self.finite += 1
         self.tail.append(point)
         if (self.finite - 1) % self._stride == 0:
@@ -52,3 +60,11 @@ class Series:
 
     def values(self) -> list[float]:
         return [p.value for p in self.points()]
+
+    @property
+    def stayed_bad(self) -> bool:
+        """The series turned NaN/Inf and did not come back: it ends so, or nearly all values
+        after the first bad one are bad (a skipped step, or an eval that is NaN now and then
+        while the run goes on, is no divergence)."""
+        return self.first_bad is not None and (
+            not self.last_finite or self.bad_after >= 3 * self.finite_after)

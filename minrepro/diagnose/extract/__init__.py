@@ -23,6 +23,7 @@ from minrepro.diagnose.extract.env import EnvExtractor
 from minrepro.diagnose.extract.events import (
     LossScaleExtractor,
     NcclExtractor,
+    RunEndedExtractor,
     WorkerKilledExtractor,
 )
 from minrepro.diagnose.extract.metrics import MetricExtractor
@@ -39,6 +40,7 @@ __all__ = [
     "MetricExtractor",
     "NcclExtractor",
     "OomExtractor",
+    "RunEndedExtractor",
     "TracebackExtractor",
     "WorkerKilledExtractor",
     "default_extractors",
@@ -47,7 +49,8 @@ __all__ = [
 ]
 
 EXTRACTOR_CLASSES = (TracebackExtractor, CudaAssertExtractor, OomExtractor, MetricExtractor,
-                     LossScaleExtractor, NcclExtractor, WorkerKilledExtractor, EnvExtractor)
+                     LossScaleExtractor, NcclExtractor, WorkerKilledExtractor, EnvExtractor,
+                     RunEndedExtractor)
 
 
 class Extractor(Protocol):

@@ -61,6 +61,10 @@ _DTYPE = re.compile(
     r"\s*true|mixed_precision\s*[= ]\s*[\"']?(fp16|bf16)"
     r"|torch_dtype\s*=\s*torch\.(float16|bfloat16)")
 _DTYPE_NAMES = {"float16": "fp16", "bfloat16": "bf16"}
+#: The task's class count, as configs and model dumps print it (num_classes=10, "nc": 80).
+_NUM_CLASSES = re.compile(
+    r"\b(?:num_classes|num_labels|n_classes|nclasses|number of classes|classes|nc)"
+    r"[\"']?\s*[:=]\s*(\d{1,5})\b")
 
 def _first(match: re.Match[str] | None) -> str | None:
     if match is None:
@@ -141,13 +145,20 @@ def _dtype(text: str) -> list[tuple[str, str]]:
     return [("dtype", _DTYPE_NAMES.get(value, value))] if value else []
 
 
+def _classes(text: str) -> list[tuple[str, str]]:
+    match = _NUM_CLASSES.search(text) if ("classes" in text or "num_labels" in text
+                                         or "nc" in text) else None
+    return [("num_classes", match[1])] if match and 2 <= int(match[1]) <= 10000 else []
+
+
 _PROBES: tuple[Callable[[str], list[tuple[str, str]]], ...] = (
-    _torch, _cuda, _driver, _gpu, _python, _dtype)
+    _torch, _cuda, _driver, _gpu, _python, _dtype, _classes)
 
 
 #: A line holding none of these reveals nothing.
 TRIGGERS = ("orch", "CUDA", "cuda", "river", "GPU", "NVIDIA", "Tesla", "A100", "H100", "sm_",
-            "-packages", "Python version", "fp16", "bf16")
+            "-packages", "Python version", "fp16", "bf16", "classes", "num_labels", "nc:", "nc=",
+            "nc\":", "nc':")
 _may_hold_env = any_of(TRIGGERS)
 
 

@@ -25,7 +25,7 @@ from collections.abc import Hashable, Sequence
 
 from minrepro.diagnose.extract.units import FLOAT, parse_duration_ms, parse_float
 from minrepro.diagnose.literals import any_of
-from minrepro.model import Line, LossScaleEvent, NcclTimeout, WorkerKilled
+from minrepro.model import Line, LossScaleEvent, NcclTimeout, RunEnded, WorkerKilled
 
 #: Events repeat (every rank, every retry, every 10 s for barriers); report each once.
 _MAX_SEEN = 1024
@@ -227,3 +227,30 @@ def _worker_event(text: str, line: Line) -> WorkerKilled | None:
 _may_scale = any_of(LossScaleExtractor.TRIGGERS)
 _may_nccl = any_of(NcclExtractor.TRIGGERS)
 _may_worker = any_of(WorkerKilledExtractor.TRIGGERS)
+
+
+# --- the run's own word that it finished ---------------------------------------------------
+
+_FINISHED = re.compile(
+    r"(?i)\btraining (?:is |has )?(?:complete|completed|finished|done|ended)\b"
+    r"|\bfinished training\b|\btrain(?:ing)? (?:job )?finished\b|'train_runtime'|\"train_runtime\""
+    r"|\bexits successfully\b|\bTotal training time\b|\bOverall training speed\b"
+    r"|max_epochs=\d+` reached|\bmax_steps=\d+` reached")
+
+
+class RunEndedExtractor:
+    """The run's own word that it finished -> RunEnded (the last one counts)."""
+
+    TRIGGERS = ("raining", "train_runtime", "successfully", "reached", "finished")
+
+    def feed(self, line: Line) -> Sequence[RunEnded]:
+        text = line.text
+        if not _may_end(text) or not _FINISHED.search(text):
+            return ()
+        return (RunEnded(line=line.line, text=text[:300]),)
+
+    def close(self) -> Sequence[RunEnded]:
+        return ()
+
+
+_may_end = any_of(RunEndedExtractor.TRIGGERS)

@@ -11,27 +11,17 @@ Formats (sources cited in tests/test_extract_metrics.py):
   Keras-like          1875/1875 - 5s - loss: 0.3 - accuracy: 0.9 - val_loss: 0.4
   plain step lines    step 100 | loss 2.31 | lr 1e-4,  iter 1: loss 11.0666, time: 13381.00ms,
                       epoch 3 loss = 2.30,  Megatron "iteration 1/ 2500 | lm loss: 1.06E+01 | ..."
-The current value is taken, never the running average printed in parentheses, except for the
-data and batch times, whose averages are kept too (data_time_avg, batch_time_avg): a log printed
-every 200 steps shows one step's times, the average covers all of them.
+The current value is taken as the value; the running average printed in parentheses is kept
+beside it (data_time_avg, loss_avg ...): a log printed every 200 steps shows one step's times,
+the average covers all of them, and an eval pass printed batch by batch ends in its mean.
 
-Name normalisation (lower-cased, ' ', '/', '-' -> '_'):
-  loss           loss, train_loss, training_loss, total_loss, loss_total, closs, lm_loss, tr_loss,
-                 reduced_train_loss, train_loss_step, avg_loss, loss_avg, train_lm_loss,
-                 iter_loss, batch_loss, step_loss, running_loss
-  eval_loss      eval_loss, val_loss, valid_loss, validation_loss, test_loss
-  learning_rate  lr, learning_rate, current_lr, cur_lr, lr_adam, lr_adamw, lr_sgd
-  grad_norm      grad_norm, gnorm, gradient_norm, total_norm
-  accuracy       acc, accuracy, train_acc, train_accuracy, acc1, acc@1, prec@1, top1, top1_acc,
-                 iter_acc, batch_acc
-  eval_*         eval_X / val_X / valid_X / validation_X / test_X -> 'eval_' + normalised X
-  epoch          epoch;   throughput  tqdm it/s (s/it -> 1/x)
-  data_time      data, data_time;   batch_time  time, batch_time, iter_time, step_time (ms -> s)
-  memory_mb      GPU memory: max mem, max_mem, mem, memory, max_memory, allocated_memory,
-                 memory_allocated, mem_alloc, gpu_mem, cuda_mem, gpu_memory, ... (G/GiB -> x1024)
-  rss_mb         host memory: rss, host_rss (G/GiB -> x1024)
-  loss_scale     loss_scale, loss scale
-  other names containing 'loss' pass through unchanged (cls_loss, loss_bbox, kl_loss).
+Names are normalised by metricnames.py (`normalise`); a loss qualified by a known word is one
+name ("Batch loss" -> loss, "Discriminator Loss" -> discriminator_loss: an adversarial loss,
+not the training loss). A record also carries its `series`: the line's shape with the numbers
+masked, so that per-batch lines, epoch summaries and eval passes that share a metric name stay
+apart. A value followed by its running average in parentheses keeps that as `<name>_avg`.
+Lines marked as evaluation (`Validate:`, `Epoch(val)`, `Test set:` ... before the first value)
+report `eval_` names.
   tables         a header of metric names (`| epoch | train loss | val loss |`, or columns set
                  apart by tabs or 2+ spaces), then rows of numbers, one record a row
   step (MetricRecord.step, not a value): step, global_step, iter, iteration, it, num_updates,
@@ -43,36 +33,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
+from minrepro.diagnose.extract.metricnames import STEP_KEYS, normalise
 from minrepro.diagnose.extract.units import FLOAT, is_finite
 from minrepro.diagnose.literals import any_of
 from minrepro.model import Line, MetricRecord
 
-_ALIASES: dict[str, str] = {
-    **dict.fromkeys(("loss", "cost", "train_cost", "train_loss", "training_loss", "total_loss",
-                     "loss_total", "closs",
-                     "lm_loss", "tr_loss", "reduced_train_loss", "train_loss_step", "avg_loss",
-                     "loss_avg", "train_lm_loss", "iter_loss", "batch_loss", "step_loss",
-                     "running_loss"), "loss"),
-    **dict.fromkeys(("lr", "learning_rate", "current_lr", "cur_lr", "lr_adam", "lr_adamw",
-                     "lr_sgd"), "learning_rate"),
-    **dict.fromkeys(("grad_norm", "gnorm", "gradient_norm", "total_norm"), "grad_norm"),
-    **dict.fromkeys(("acc", "accuracy", "train_acc", "train_accuracy", "acc1", "acc@1",
-                     "prec@1", "top1", "top1_acc", "iter_acc", "batch_acc"), "accuracy"),
-    "epoch": "epoch",
-    **dict.fromkeys(("data", "data_time", "dataloadingtime", "data_loading_time",
-                     "load_data_time", "data_load_time", "dataload_time"), "data_time"),
-    **dict.fromkeys(("time", "batch_time", "iter_time", "step_time"), "batch_time"),
-    **dict.fromkeys(("max_mem", "mem", "memory", "max_memory", "allocated_memory",
-                     "memory_allocated", "mem_alloc", "mem_allocated", "gpu_mem", "cuda_mem",
-                     "gpu_memory", "cuda_memory", "max_memory_allocated"), "memory_mb"),
-    **dict.fromkeys(("rss", "host_rss", "rss_mem", "ram_used", "ram", "used_ram", "cpu_mem",
-                     "host_mem", "ram_usage", "mem_rss"), "rss_mb"),
-    "loss_scale": "loss_scale",
-}
-_STEP_KEYS = frozenset(("step", "global_step", "iter", "iteration", "it", "num_updates",
-                        "train_global_step", "trainer_global_step"))
-_EVAL_PREFIXES = ("eval_", "val_", "valid_", "validation_", "test_")
 #: Values that alone do not make a metric line (an args dump prints `learning_rate=5e-05`).
 _SECONDARY = frozenset(("epoch", "data_time", "batch_time", "memory_mb", "learning_rate",
                         "loss_scale"))
@@ -81,10 +48,17 @@ _MAX_VALUES = 48
 _VALUE = rf"(?:tensor\()?(?P<val>{FLOAT})"
 _MULTIWORD = ("max mem|lm loss|learning rate|grad norm|loss scale|val loss|eval loss|train loss"
               "|valid loss|total loss|test loss|val acc|data time|batch time|ram used|ram usage")
+#: Words that qualify a loss or an accuracy as one name: "Batch loss", "Average Train Loss",
+#: "Discriminator Loss" (a GAN's: not the training loss).
+_QUALIFIED = ("(?:(?:batch|epoch|step|iter|train|training|val|valid|validation|test|eval"
+              "|average|avg|mean|running|total|discriminator|generator|critic|actor"
+              "|reconstruction|adversarial|content|style|perceptual|contrastive) )+"
+              "(?:loss|acc|accuracy)")
 #: `key: value`, `key=value`, `key value`; the value must end the token (not `0.23.ckpt`,
 #: `1:52:15`, `4846/12331`, `2017-06`).
 _PAIR = re.compile(
-    rf"(?:^|(?<=[\s,|{{(\[;，。、>]))(?P<key>(?i:{_MULTIWORD})|[A-Za-z][\w@/\-]*?)"
+    rf"(?:^|(?<=[\s,|{{(\[;，。、>]))(?P<key>(?i:{_QUALIFIED})|(?i:{_MULTIWORD})"
+    rf"|[A-Za-z][\w@/\-]*?)"
     rf"\s*(?:[:=：]\s*|\s+)\[?{_VALUE}(?:\s?(?P<unit>ms|MiB|MB|GiB|GB)\b|(?P<letter>[smMG%]))?"
     r"(?!\.?[\w/\-]|:\d)")
 _DICT_PAIR = re.compile(rf"['\"](?P<key>[^'\"]{{1,60}})['\"]\s*[:：]\s*['\"]?{_VALUE}['\"]?")
@@ -96,34 +70,27 @@ _TQDM_COUNT = re.compile(r"\|\s*(\d+)/(?:\d+|\?)\s*\[")
 _EPOCH_BEFORE = re.compile(r"[Ee]poch\s*[:=]?\s*\[?\s*$")
 _EPOCH = re.compile(r"[Ee]poch\s*[:=]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\]?")
 _ASSIGNMENT = re.compile(r"\s+[A-Za-z_][\w.]*\s*[-+*/]?=\s*\S+\s*$")
-#: `Data 0.001 (11.761)`, `data: 0.4030 (0.4299)`: the value, then the running average.
-_TIME_AVERAGE = re.compile(rf"(?i)\b(?P<key>data|data_time|time|batch_time)\s*[:=]?\s*{FLOAT}"
-                           rf"\s*\((?P<avg>{FLOAT})\)")
-_TOTAL_EVAL_LOSS = re.compile(r"(?:total_)?(?:val|valid|validation|eval|test)_(?:total_)?loss")
+#: `Data 0.001 (11.761)`, `Loss 0.8037 (2.5720)`: after a value, its running average.
+_AVERAGE_AFTER = re.compile(rf"\s*\(\s*(?P<avg>{FLOAT})\s*\)")
+#: An evaluation record, marked before its first value (or at the line's start).
+_EVAL_MARK = re.compile(
+    r"(?:^|[\s\]\[|(>-])(?:test set|validation set|validate|validation|valid|val"
+    r"|eval(?:uation|uating)?|test(?:ing)?)\s*[:\]]|Epoch\(val\)|\[(?:valid|val|eval)\]"
+    r"|^\s*\*\s+(?:acc|prec|top|loss|map|miou)",  # pytorch/examples, DeiT, DINO: " * Acc@1 .."
+    re.IGNORECASE)
+#: Words of a training record, which end an evaluation block.
+_TRAIN_MARK = re.compile(r"(?i)\b(?:train\w*|epoch|iter\w*|step)\b|\d+%\|")
+EVAL_BLOCK_LINES = 20
+#: What a series key masks: numbers, durations and progress bars vary from line to line.
+_SERIES_MASKS = (re.compile(r"\d+%\|[^|]*\|"),
+                 re.compile(r"(?i:\bnan\b|\binf\b)|[-+]?\d[\d.,:eE+\-]*"))
+_SERIES_CHARS = 120
 _NOT_METRICS = ("Namespace(", "Arguments(", "Config(", "argparse")
 #: Tables (`| epoch | train loss | val loss |` then rows of numbers): cells and their values.
 _COLUMN_GAP = re.compile(r"\t+|\s{2,}")
 _NUMBER_TOKEN = re.compile(rf"(?<![\w.]){FLOAT}(?![\w.])")
 _CELL_NUMBER = re.compile(rf"({FLOAT})\s*%?")
 _RULE_CELL = re.compile(r":?-{2,}:?")
-
-
-def normalise(key: str) -> str | None:
-    """A printed metric name -> its normalised name, or None when it is not a metric we keep."""
-    name = key.strip().lower().replace(" ", "_").replace("/", "_").replace("-", "_")
-    if name in _ALIASES:
-        return _ALIASES[name]
-    if _TOTAL_EVAL_LOSS.fullmatch(name):
-        return "eval_loss"  # "total_val_loss", "val_total_loss"
-    for prefix in _EVAL_PREFIXES:
-        if name.startswith(prefix) and len(name) > len(prefix):
-            rest = name[len(prefix):]
-            return "eval_" + _ALIASES.get(rest, rest)
-    if name in ("train_step_time", "trainsteptime", "compute_time"):
-        return "batch_time"
-    if "loss" in name:
-        return name
-    return None
 
 
 #: A line holding none of these is no metric line.
@@ -140,6 +107,7 @@ class MetricExtractor:
 
     def __init__(self) -> None:
         self._columns: list[str | None] | None = None  # inside a table: its column names
+        self._eval_until = 0  # lines up to this one continue an evaluation block
 
     @property
     def idle(self) -> bool:
@@ -160,7 +128,22 @@ class MetricExtractor:
             self._columns = columns
             return ()
         record = parse_metrics(text, line)
-        return () if record is None else (record,)
+        if record is None:
+            return ()
+        return (self._in_block(record, text, line),)
+
+    def _in_block(self, record: MetricRecord, text: str, line: Line) -> MetricRecord:
+        """An evaluation prints a block: `Test: [240/242] ... Loss` then `Prec@1 ...` lines
+        with no marker of their own. Lines close after an eval record continue its block
+        until one names training (train, epoch, iter, step) or holds a progress bar."""
+        if any(name.startswith("eval_") for name, _ in record.values):
+            self._eval_until = line.line + EVAL_BLOCK_LINES
+        elif line.line <= self._eval_until:
+            if _TRAIN_MARK.search(text):
+                self._eval_until = 0
+            else:
+                return _as_eval(record)
+        return record
 
     def close(self) -> Sequence[MetricRecord]:
         return ()
@@ -190,7 +173,7 @@ def _table_header(text: str) -> list[str | None] | None:
 
 def _column_name(cell: str) -> str | None:
     key = cell.strip().lower().replace(" ", "_")
-    if key in _STEP_KEYS:
+    if key in STEP_KEYS:
         return "step"
     return normalise(cell) if cell else None
 
@@ -220,25 +203,24 @@ def _table_row(text: str, columns: list[str | None], line: Line
                          rank=line.rank),)
 
 
-_EVAL_LINE = re.compile(r"^\W*(?:test set|validation set|val(?:idation)?|eval(?:uation)?|test)\b",
-                        re.IGNORECASE)
-
-
 def _as_eval(record: MetricRecord) -> MetricRecord:
     """Lines like "Test set: Average loss: 2.9, Accuracy: ..." report evaluation, not training."""
-    values = tuple((name if name.startswith("eval_") or name in _SECONDARY else f"eval_{name}",
-                    value) for name, value in record.values)
-    return MetricRecord(line=record.line, values=values, step=record.step, rank=record.rank)
+    values = tuple((name if name.startswith("eval_") or name.removesuffix("_avg") in _SECONDARY
+                    else f"eval_{name}", value) for name, value in record.values)
+    return replace(record, values=values)
+
+
+def _is_eval(record: MetricRecord, text: str, first_value: int) -> bool:
+    """Marked as evaluation before its first value, or only held-out values besides a
+    metric (`avg. test_loss 5.45 avg. Accuracy@1 2.92`: the accuracy is the test set's)."""
+    if _EVAL_MARK.search(text, 0, first_value + 1):
+        return True
+    names = [name for name, _ in record.values if name.removesuffix("_avg") not in _SECONDARY]
+    return any(n.startswith("eval_") for n in names) and not any(
+        "loss" in n and not n.startswith("eval_") for n in names)
 
 
 def parse_metrics(text: str, line: Line) -> MetricRecord | None:
-    record = _parse_metrics(text, line)
-    if record is not None and _EVAL_LINE.match(text):
-        return _as_eval(record)
-    return record
-
-
-def _parse_metrics(text: str, line: Line) -> MetricRecord | None:
     """One line -> a MetricRecord, or None when the line holds no training metric."""
     if text.startswith(_NOT_METRICS) or any(marker in text for marker in _NOT_METRICS):
         return None
@@ -247,17 +229,17 @@ def _parse_metrics(text: str, line: Line) -> MetricRecord | None:
     values: dict[str, float] = {}
     step: int | None = None
     is_dict = "{" in text and ("'" in text or '"' in text)
-    pairs = _DICT_PAIR.finditer(text) if is_dict else _PAIR.finditer(text)
-    for match in pairs:
-        step = _take_pair(match, values, step)
+    first_value = len(text)
+    for match in (_DICT_PAIR if is_dict else _PAIR).finditer(text):
+        before = len(values)
+        step = _take_pair(match, values, step, text)
+        if len(values) > before:
+            first_value = min(first_value, match.start())
         if len(values) >= _MAX_VALUES:
             break
     if is_dict and "train_runtime" in text:
         values.pop("loss", None)  # the Trainer's end-of-run summary averages the whole run
     _take_throughput(text, values)
-    if "(" in text:
-        for match in _TIME_AVERAGE.finditer(text):
-            values.setdefault(f"{normalise(match['key'])}_avg", float(match["avg"]))
     if "epoch" not in values and ("poch" in text):
         epoch = _EPOCH.search(text)
         if epoch:
@@ -266,18 +248,28 @@ def _parse_metrics(text: str, line: Line) -> MetricRecord | None:
         step = _fraction_step(text)
     if not _is_record(values, step):
         return None
-    return MetricRecord(line=line.line, values=tuple(values.items()), step=step,
-                        rank=line.rank)
+    record = MetricRecord(line=line.line, values=tuple(values.items()), step=step,
+                          rank=line.rank, series=series_key(text[first_value:]))
+    return _as_eval(record) if _is_eval(record, text, first_value) else record
 
 
-def _take_pair(match: re.Match[str], values: dict[str, float], step: int | None) -> int | None:
+def series_key(text: str) -> str:
+    """The shape of a metric line from its first value on (what comes before, a timestamp
+    or a note, says nothing of the series): numbers and progress bars masked."""
+    for mask in _SERIES_MASKS:
+        text = mask.sub("#", text)
+    return " ".join(text.lower().split())[:_SERIES_CHARS]
+
+
+def _take_pair(match: re.Match[str], values: dict[str, float], step: int | None,
+               text: str) -> int | None:
     key = match["key"]
     name = key.strip().lower().replace(" ", "_").replace("/", "_")
     try:
         value = float(match["val"])
     except ValueError:
         return step
-    if name in _STEP_KEYS:
+    if name in STEP_KEYS:
         return step if step is not None or not is_finite(value) else int(value)
     normalised = normalise(key)
     if normalised is None or normalised in values:
@@ -285,6 +277,10 @@ def _take_pair(match: re.Match[str], values: dict[str, float], step: int | None)
     groups = match.groupdict()
     unit = groups.get("unit") or groups.get("letter")
     values[normalised] = _in_base_unit(normalised, value, unit)
+    average = _AVERAGE_AFTER.match(text, match.end())
+    if average:
+        running = _in_base_unit(normalised, float(average["avg"]), unit)
+        values.setdefault(f"{normalised}_avg", running)
     return step
 
 

@@ -1,0 +1,91 @@
+"""Robust summaries of a noisy curve, for checks that must hold on whole real runs.
+
+A per-batch loss jumps around; one batch says nothing. The checks judge `levels`: the medians
+of a curve's consecutive windows (ten of them, or one a point for short curves), so that a
+trend is a change of the run's level against its own noise, never a single batch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+WINDOWS = 10
+LN_C_TOLERANCE = 0.01  # relative distance from ln(C) that counts as "at ln C"
+#: Class counts of common tasks and data sets (2-10, VOC 20/21, COCO 80/81/91, CIFAR-100,
+#: 200-class sets, Places365, ImageNet): a plateau near their ln is taken more readily.
+COMMON_CLASS_COUNTS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 21, 80, 81, 91, 100, 200, 365, 1000)
+
+
+def mean(values: Iterable[float]) -> float:
+    """statistics.fmean, without importing statistics."""
+    values = list(values)
+    return math.fsum(values) / len(values)
+
+
+def median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def windows(count: int, parts: int = WINDOWS) -> list[tuple[int, int]]:
+    """(start, end) of `parts` consecutive windows over `count` items (fewer if fewer items)."""
+    parts = min(parts, count)
+    return [(i * count // parts, (i + 1) * count // parts) for i in range(parts)]
+
+
+def levels(values: Sequence[float], parts: int = WINDOWS) -> list[float]:
+    """The median of each window: the curve's level along the run."""
+    return [median(values[a:b]) for a, b in windows(len(values), parts)]
+
+
+def flatness(values: Sequence[float]) -> float:
+    """The spread of a curve's levels relative to their mean (0: perfectly flat)."""
+    found = levels(values)
+    centre = mean(found)
+    return (max(found) - min(found)) / centre if centre > 0 else math.inf
+
+
+def improved(values: Sequence[float], direction: int, since: int = 0,
+             margin: float = 0.01) -> bool:
+    """Did a quality metric get better after index `since` than it was there: its best level
+    afterwards beats its level at `since` by `margin` of its scale (percent or fraction)?"""
+    after = values[since:]
+    if len(after) < 2:
+        return False
+    scale = 100.0 if max(abs(v) for v in values) > 1.5 else 1.0
+    found = levels(after, parts=min(WINDOWS, max(2, len(after) // 2)))
+    start = found[0]
+    best = max(found) if direction > 0 else min(found)
+    return (best - start) * direction >= margin * scale
+
+
+def better_at_end(values: Sequence[float], direction: int, since: int,
+                  margin: float = 0.01) -> bool:
+    """Is a quality metric better at the end of the run than around index `since`, by
+    `margin` of its scale? (Still improving after the held-out loss turned up.)"""
+    if len(values) - since < 2:
+        return False
+    scale = 100.0 if max(abs(v) for v in values) > 1.5 else 1.0
+    around = median(values[max(0, since - 1):since + 2])
+    tail = values[-max(2, len(values) // 5):]
+    return (median(tail) - around) * direction >= margin * scale
+
+
+def classes_for(level: float) -> int | None:
+    """C such that the level is ln(C): the loss of uniform guessing over C classes.
+
+    Between 10 and 1000 classes the ln(C) lie close together (ln 42 - ln 41 = 0.024), so some
+    ln(C) is near any level: a common class count (CIFAR-100, COCO, ImageNet ...) is taken
+    within 1 %, any other count only within a tenth of the gap to the next one."""
+    if not 0 < level <= math.log(1000) * (1 + LN_C_TOLERANCE):
+        return None  # beyond a classifier's class count (a vocabulary-sized plateau)
+    common = min(COMMON_CLASS_COUNTS, key=lambda c: abs(math.log(c) - level))
+    tolerance = (3 if common <= 10 else 1) * LN_C_TOLERANCE * level
+    if abs(math.log(common) - level) <= tolerance:
+        return common
+    classes = round(math.exp(level))
+    if classes > 10 and abs(math.log(classes) - level) <= 0.1 * math.log1p(1 / classes):
+        return classes
+    return None

@@ -1,0 +1,104 @@
+"""Metric names as logs print them -> the normalised names the curves use.
+
+    loss           loss, train_loss, training_loss, total_loss, loss_total, closs, lm_loss,
+                   tr_loss, reduced_train_loss, train_loss_step, avg_loss, loss_avg, batch_loss,
+                   iter_loss, step_loss, running_loss, epoch_loss, mean_loss, average_loss,
+                   average_train_loss, avg_train_loss, mean_train_loss
+    eval_loss      eval_loss, val_loss, valid_loss, validation_loss, test_loss, loss_val
+                   (mmdet), total_val_loss
+    learning_rate  lr, learning_rate, current_lr, cur_lr, lr_adam, lr_adamw, lr_sgd
+    grad_norm      grad_norm, gnorm, gradient_norm, total_norm
+    accuracy       acc, accuracy, train_acc, acc1, acc@1, accuracy@1, prec@1, top1, top1_acc
+    eval_*         eval_X / val_X / valid_X / validation_X / test_X, and X_val / X_valid /
+                   X_test (mmdet) -> 'eval_' + normalised X
+    quality        held-out quality metrics, higher is better (accuracy, mAP, mIoU, BLEU,
+                   ROUGE, F1, AUC, recall@k, PSNR, Dice ...) or lower is better (EPE, WER,
+                   CER, perplexity, FID): `quality_direction` tells which
+    data_time, batch_time, memory_mb (GPU), rss_mb (host), loss_scale, epoch
+    other names containing 'loss' pass through unchanged (cls_loss, loss_bbox, kl_loss,
+                   discriminator_loss, generator_loss: parts of a loss, or adversarial ones)
+"""
+
+from __future__ import annotations
+
+import re
+
+ALIASES: dict[str, str] = {
+    **dict.fromkeys(("loss", "cost", "train_cost", "train_loss", "training_loss", "total_loss",
+                     "loss_total", "closs", "lm_loss", "tr_loss", "reduced_train_loss",
+                     "train_loss_step", "avg_loss", "loss_avg", "train_lm_loss", "iter_loss",
+                     "batch_loss", "step_loss", "running_loss", "epoch_loss", "mean_loss",
+                     "average_loss", "average_train_loss", "avg_train_loss", "mean_train_loss",
+                     "train_epoch_loss", "training_batch_loss", "train_batch_loss"), "loss"),
+    **dict.fromkeys(("lr", "learning_rate", "current_lr", "cur_lr", "lr_adam", "lr_adamw",
+                     "lr_sgd"), "learning_rate"),
+    **dict.fromkeys(("grad_norm", "gnorm", "gradient_norm", "total_norm"), "grad_norm"),
+    **dict.fromkeys(("acc", "accuracy", "train_acc", "train_accuracy", "acc1", "acc@1",
+                     "accuracy@1", "prec@1", "top1", "top1_acc", "iter_acc", "batch_acc",
+                     "top_1_accuracy", "top1_accuracy"), "accuracy"),
+    "epoch": "epoch",
+    **dict.fromkeys(("data", "data_time", "dataloadingtime", "data_loading_time",
+                     "load_data_time", "data_load_time", "dataload_time"), "data_time"),
+    **dict.fromkeys(("time", "batch_time", "iter_time", "step_time"), "batch_time"),
+    **dict.fromkeys(("max_mem", "mem", "memory", "max_memory", "allocated_memory",
+                     "memory_allocated", "mem_alloc", "mem_allocated", "gpu_mem", "cuda_mem",
+                     "gpu_memory", "cuda_memory", "max_memory_allocated"), "memory_mb"),
+    **dict.fromkeys(("rss", "host_rss", "rss_mem", "ram_used", "ram", "used_ram", "cpu_mem",
+                     "host_mem", "ram_usage", "mem_rss"), "rss_mb"),
+    "loss_scale": "loss_scale",
+}
+STEP_KEYS = frozenset(("step", "global_step", "iter", "iteration", "it", "num_updates",
+                       "train_global_step", "trainer_global_step"))
+_EVAL_PREFIXES = ("eval_", "val_", "valid_", "validation_", "test_")
+_EVAL_SUFFIXES = ("_val", "_valid", "_test", "_eval")
+_TOTAL_EVAL_LOSS = re.compile(r"(?:total_)?(?:val|valid|validation|eval|test)_(?:total_)?loss")
+
+#: Held-out quality: higher is better. Matched on the normalised name without `eval_`.
+_QUALITY_UP = re.compile(
+    r"(?:top_?[15]_?)?acc(?:uracy)?(?:@\d|_?top\d|_?\d)?|top[15]|prec@\d|(?:bbox_|segm_)?m?ap"
+    r"(?:50|75|_50|_75|@0\.5|_0\.5)?|m?iou|mean_iou|dice|bleu(?:_?\d)?|rouge\w*|f1(?:_\w+)?"
+    r"|auc|roc_auc|r@\d+|recall(?:@\d+)?|precision|psnr|ssim|exact_match|em|pix_?acc|mcc"
+    r"|matthews_correlation|spearmanr|pearson|ndcg\w*|hit@\d+|score")
+#: Held-out quality: lower is better.
+_QUALITY_DOWN = re.compile(r"epe|wer|cer|ppl|perplexity|fid|error|err|mae|rmse|ter")
+
+
+def clean(key: str) -> str:
+    return key.strip().lower().replace(" ", "_").replace("/", "_").replace("-", "_")
+
+
+def normalise(key: str) -> str | None:
+    """A printed metric name -> its normalised name, or None when it is not a metric we keep."""
+    name = clean(key)
+    if name in ALIASES:
+        return ALIASES[name]
+    if _TOTAL_EVAL_LOSS.fullmatch(name):
+        return "eval_loss"  # "total_val_loss", "val_total_loss"
+    for prefix in _EVAL_PREFIXES:
+        if name.startswith(prefix) and len(name) > len(prefix):
+            return "eval_" + _base(name[len(prefix):])
+    for suffix in _EVAL_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix) and (
+                "loss" in name or quality_direction(name[: -len(suffix)])):
+            return "eval_" + _base(name[: -len(suffix)])
+    if name in ("train_step_time", "trainsteptime", "compute_time"):
+        return "batch_time"
+    if "loss" in name:
+        return name
+    if quality_direction(name):
+        return ALIASES.get(name, name)
+    return None
+
+
+def _base(name: str) -> str:
+    return ALIASES.get(name, name)
+
+
+def quality_direction(name: str) -> int:
+    """+1 for a higher-is-better quality metric, -1 for lower-is-better, 0 for neither."""
+    name = name.removeprefix("eval_")
+    if _QUALITY_UP.fullmatch(name):
+        return 1
+    if _QUALITY_DOWN.fullmatch(name):
+        return -1
+    return 0

@@ -1,0 +1,80 @@
+"""What the whole log says about each finding, before they are combined.
+
+A finding read from thousands of healthy lines must not outvote how the run ended:
+
+* a run log (not a bug report): words that read like a report's prose are only weak evidence
+  there (a warning's advice, a model card, a printed config);
+* a run that says it finished ("Training completed", train_runtime, "exits successfully")
+  needs strong curve evidence for any cause;
+* a run that ends in an exception no rule explains (training stopped at it) failed of that:
+  a curve reading from before it is weak next to it, unless the exception is what the curve
+  predicts (a NaN abort after a diverging loss, an OOM after growing memory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from minrepro.model import Failure, Finding, Severity
+
+RUN_LOG_LINES = 300  # bug reports are shorter; a whole run's log is longer
+PROSE_IN_RUN_LOG = 0.5
+SYMPTOM_AFTER_SUCCESS = 0.8
+SYMPTOM_BEFORE_CRASH = 0.5
+_NAN_CAUSES = frozenset({"lr_divergence", "fp16_overflow", "softmax_overflow", "nan_in_data"})
+_MEMORY_CAUSES = frozenset({"undetached_loss_list", "allocator_fragmentation",
+                            "host_oom_dataloader", "host_oom", "cuda_oom"})
+
+
+@dataclass(frozen=True)
+class LogShape:
+    """How the log went: its length, where training last reported, where it said it ended."""
+
+    lines: int = 0
+    last_metric_line: int = 0
+    ended_line: int = 0  # 0: it never said it finished
+
+
+def weigh(findings: Iterable[Finding], shape: LogShape, failures: Sequence[Failure]
+          ) -> list[Finding]:
+    findings = list(findings)
+    crash = final_crash(shape, failures)
+    explained = crash is not None and any(_within(f, crash) for f in findings
+                                          if f.severity is Severity.CRASH and f.score > 0)
+    finished = shape.ended_line > 0 and (crash is None or shape.ended_line > crash.line)
+    weighed = []
+    for finding in findings:
+        factor = 1.0
+        if finding.severity is Severity.PROSE and shape.lines > RUN_LOG_LINES:
+            factor *= PROSE_IN_RUN_LOG
+        if finding.severity is Severity.SYMPTOM:
+            if finished:
+                factor *= SYMPTOM_AFTER_SUCCESS
+            elif crash is not None and not explained and not _predicted(finding, crash):
+                factor *= SYMPTOM_BEFORE_CRASH
+        weighed.append(finding if factor == 1.0 else
+                       replace(finding, score=round(finding.score * factor, 3)))
+    return weighed
+
+
+def final_crash(shape: LogShape, failures: Sequence[Failure]) -> Failure | None:
+    """The exception the run stopped at: the last one, when training reported nothing after
+    it began (a traceback printed mid-run, training going on, is not how it ended)."""
+    real = [f for f in failures if f.exc_type and f.exc_type.rsplit(".", 1)[-1]
+            not in ("KeyboardInterrupt", "SystemExit")]
+    if not real:
+        return None
+    last = real[-1]
+    return last if last.first_line > shape.last_metric_line else None
+
+
+def _within(finding: Finding, crash: Failure) -> bool:
+    return crash.first_line - 5 <= finding.first_line <= crash.line + 5
+
+
+def _predicted(finding: Finding, crash: Failure) -> bool:
+    message = crash.message.lower()
+    if finding.cause in _NAN_CAUSES:
+        return "nan" in message or "inf" in message or "non-finite" in message
+    return finding.cause in _MEMORY_CAUSES and "out of memory" in message
