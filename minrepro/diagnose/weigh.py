@@ -2,8 +2,8 @@
 
 A finding read from thousands of healthy lines must not outvote how the run ended:
 
-* a run log (not a bug report): words that read like a report's prose are only weak evidence
-  there (a warning's advice, a model card, a printed config);
+* prose evidence on lines a program printed (a Python warning's advice, a logger's tagged
+  line) is only weak evidence: it is no user's account of what happened;
 * a run that says it finished ("Training completed", train_runtime, "exits successfully")
   needs strong curve evidence for any cause;
 * a run that ends in an exception no rule explains (training stopped at it) failed of that:
@@ -13,13 +13,19 @@ A finding read from thousands of healthy lines must not outvote how the run ende
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from minrepro.model import Failure, Finding, Severity
 
-RUN_LOG_LINES = 300  # bug reports are shorter; a whole run's log is longer
-PROSE_IN_RUN_LOG = 0.5
+PROSE_PRINTED = 0.5
+#: A line a program printed: a Python warning (file.py:N: UserWarning:), a log record's prefix
+#: (a date, a time, a level), or a logger's upper-case tag ("AMP: ", "NCCL WARN").
+_PRINTED = re.compile(
+    r"^\s*(?:\S+\.py:\d+: \w*Warning:|\[?\d{4}[-/]\d\d[-/]\d\d|\[?\d\d:\d\d:\d\d"
+    r"|\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b|[A-Z]{2,}[A-Z0-9_]*:\s"
+    r"|[\w.]+ - (?:INFO|WARNING|ERROR|DEBUG) - |[IWEF]\d{4} )")
 SYMPTOM_AFTER_SUCCESS = 0.8
 SYMPTOM_BEFORE_CRASH = 0.5
 _NAN_CAUSES = frozenset({"lr_divergence", "fp16_overflow", "softmax_overflow", "nan_in_data"})
@@ -46,8 +52,9 @@ def weigh(findings: Iterable[Finding], shape: LogShape, failures: Sequence[Failu
     weighed = []
     for finding in findings:
         factor = 1.0
-        if finding.severity is Severity.PROSE and shape.lines > RUN_LOG_LINES:
-            factor *= PROSE_IN_RUN_LOG
+        if finding.severity is Severity.PROSE and finding.evidence and all(
+                _PRINTED.match(e.text) for e in finding.evidence):
+            factor *= PROSE_PRINTED
         if finding.severity is Severity.SYMPTOM:
             if finished:
                 factor *= SYMPTOM_AFTER_SUCCESS

@@ -24,6 +24,8 @@ import math
 
 from minrepro.diagnose.analyze import checks
 from minrepro.diagnose.analyze.curvestate import CurveState
+from minrepro.diagnose.analyze.heldout import collapse, overfitting
+from minrepro.diagnose.analyze.quality import quality_improved
 from minrepro.diagnose.analyze.resources import (
     data_bound,
     finding,
@@ -32,10 +34,8 @@ from minrepro.diagnose.analyze.resources import (
 )
 from minrepro.diagnose.analyze.series import Point, Series
 from minrepro.diagnose.analyze.trends import (
-    better_at_end,
     classes_for,
     flatness,
-    improved,
     levels,
     mean,
     median,
@@ -49,7 +49,6 @@ WORSE = 1.15  # three windows of a run this far above where it began: it got wor
 FLAT_TOLERANCE = 0.02  # relative spread of the levels under which a curve is flat
 FLAT_POINTS = 20  # a curve this long that is flat is stuck (a short one may be a snippet)
 FLAT_EVALS = 8  # evaluations that show the same held-out loss
-RISE = 1.1  # a held-out loss this far above its best, to stay, is rising
 
 
 class CurveAnalyzer:
@@ -82,10 +81,32 @@ class CurveAnalyzer:
 
 
 def run_checks(state: CurveState) -> list[Finding]:
-    """Every curve check's finding on `state` (a log's curves or a live run's)."""
-    found = (check(state) for check in (divergence, stagnation, collapse, overfitting,
-                                          data_bound, memory_growth, host_memory_growth))
-    return [result for result in found if result is not None]
+    """Every curve check's finding on `state` (a log's curves or a live run's): on its main
+    curves, and on the curves its last records are of where those differ (how the run
+    ended: a last run, a pasted tail), the stronger of the two."""
+    results = []
+    for check in (divergence, stagnation, collapse, overfitting, data_bound, memory_growth,
+                  host_memory_growth):
+        found = [check(state)]
+        if _ends_elsewhere(state):
+            state.at_end = True
+            try:
+                found.append(check(state))
+            finally:
+                state.at_end = False
+        kept = [f for f in found if f is not None]
+        if kept:
+            results.append(max(kept, key=lambda f: f.score))
+    return results
+
+
+def _ends_elsewhere(state: CurveState) -> bool:
+    """The last records of some curve are not of its main series."""
+    for name, key in state.last_series.items():
+        track = state.tracks[name][key].resolved()
+        if track.count >= 3 and track is not state.main(name):
+            return True
+    return False
 
 
 def _lr_at(state: CurveState, line: int) -> dict[str, float]:
@@ -193,7 +214,7 @@ def _at(points: list[Point], span: tuple[int, int]) -> Point:
 
 
 def stagnation(state: CurveState) -> Finding | None:
-    if _accuracy_rose(state) or _quality_improved(state):
+    if _accuracy_rose(state) or quality_improved(state):
         return None  # a model guessing uniformly does not get better at the task
     train = state.main("loss")
     train_falls = _falls(train.values())
@@ -291,111 +312,3 @@ def _accuracy_rose(state: CurveState) -> bool:
     return False
 
 
-def _quality_improved(state: CurveState) -> bool:
-    """A held-out quality metric (mAP, BLEU, ...) got better over the run by 5 % of its scale."""
-    return any(improved(series.values(), direction, margin=0.05)
-               for _, direction, series in state.quality())
-
-
-def _still_improving(state: CurveState, since_line: int) -> bool:
-    """A held-out quality metric is better at the end than when the held-out loss was best."""
-    for _, direction, series in state.quality():
-        points = series.points()
-        since = next((i for i, p in enumerate(points) if p.line >= since_line), len(points))
-        if better_at_end([p.value for p in points], direction, since):
-            return True
-    return False
-
-
-# --- collapse -----------------------------------------------------------------------------
-
-
-def collapse(state: CurveState) -> Finding | None:
-    loss = state.main("loss").points()
-    if len(loss) < 3 or levels([p.value for p in loss])[-1] > 0.01 or loss[-1].value > 0.01:
-        return None
-    at_chance = _eval_at_chance(state)
-    always_zero = all(p.value <= 1e-5 for p in loss)  # printed as 0.0000: not a small MSE
-    collapsed = loss[0].value >= 10 * max(loss[-1].value, 1e-6)
-    accuracy = state.main("accuracy").points()
-    perfect = (len(accuracy) >= 3 and all(p.value in (1.0, 100.0) for p in accuracy[-3:])
-               and all(p.value <= 1e-4 for p in loss[-3:]))
-    if not (always_zero or perfect or (collapsed and at_chance is not None)):
-        return None
-    params: dict[str, int] = {}
-    if at_chance is not None and at_chance[1]:
-        params["num_classes"] = at_chance[1]
-    evidence = [loss[0], loss[-1]] + ([at_chance[0]] if at_chance else [])
-    score = 0.75 if at_chance is not None else 0.5
-    return finding(checks.LOSS_COLLAPSE, score, evidence, params=params,
-                   supersedes=("overfitting",))
-
-
-def _eval_at_chance(state: CurveState) -> tuple[Point, int | None] | None:
-    """The eval point that shows chance-level prediction, and the class count it implies."""
-    mcc = state.main("eval_matthews_correlation").points()
-    acc = state.main("eval_accuracy").points()
-    if acc:
-        classes = round(1 / acc[-1].value) if acc[-1].value > 0 else 0
-        if 2 <= classes <= 100 and abs(acc[-1].value - 1 / classes) <= 0.03:
-            return acc[-1], classes
-    if mcc and all(abs(p.value) < 1e-9 for p in mcc):
-        return mcc[-1], None
-    return None
-
-
-# --- overfitting --------------------------------------------------------------------------
-
-
-def overfitting(state: CurveState) -> Finding | None:
-    train_series, eval_series = state.paired("loss", "eval_loss")
-    train, evals = train_series.points(), eval_series.points()
-    if len(evals) < 4 or len(train) < 2:
-        return _generalisation_gap(train, evals)
-    values = [p.value for p in evals]
-    smooth = _smoothed(values)
-    best = min(range(len(smooth)), key=smooth.__getitem__)
-    floor = max(smooth[best], 1e-9)
-    after = smooth[best:]
-    rising = len(after) >= 3 and after[-1] >= RISE * floor and min(after[-2:]) >= 1.05 * floor
-    train_after = [p.value for p in train if p.line >= evals[best].line]
-    falling = len(train_after) >= 2 and levels(train_after)[-1] < levels(train_after)[0]
-    recent_train = median(train_after) if train_after else 0.0
-    gap = (mean(after) - recent_train) / max(recent_train, 1e-9)
-    if not (rising and falling and gap > 0.1):
-        stalled = best < len(evals) - max(2, len(evals) // 3)  # no new best lately
-        return _generalisation_gap(train, evals) if stalled else None
-    if _still_improving(state, evals[best].line):
-        return None  # the held-out loss rises, but the model still gets better at the task
-    worse = _quality_got_worse(state)
-    return finding(checks.EVAL_LOSS_RISES, 0.8 if worse else 0.7, [evals[best], evals[-1]],
-                   params={"best_eval_loss": round(evals[best].value, 4)})
-
-
-def _smoothed(values: list[float]) -> list[float]:
-    """A running median of three: one noisy evaluation is no best or worst."""
-    if len(values) < 5:
-        return values
-    return [median(values[max(0, i - 1):i + 2]) for i in range(len(values))]
-
-
-def _quality_got_worse(state: CurveState) -> bool:
-    for _, direction, series in state.quality():
-        values = [v * direction for v in series.values()]
-        if len(values) >= 4:
-            found = levels(values)
-            scale = 100.0 if max(abs(v) for v in values) > 1.5 else 1.0
-            if max(found) - found[-1] >= 0.01 * scale:
-                return True
-    return False
-
-
-def _generalisation_gap(train: list[Point], evals: list[Point]) -> Finding | None:
-    """Few evaluations: a held-out loss ten times the (already small) training loss."""
-    if not train or not evals:
-        return None
-    last_train = min(train[-3:], key=lambda p: abs(p.line - evals[-1].line))
-    if last_train.value >= 0.1 or evals[-1].value < 10 * max(last_train.value, 1e-9):
-        return None
-    return finding(checks.GENERALISATION_GAP, 0.55, [last_train, evals[-1]],
-                   params={"best_eval_loss": round(min(p.value for p in evals), 4)})

@@ -29,6 +29,8 @@ from minrepro.diagnose.extract.metricnames import quality_direction
 TRACKED = ("loss", "eval_loss", "learning_rate", "grad_norm", "accuracy", "eval_accuracy",
            "eval_matthews_correlation", "data_time", "batch_time", "data_time_avg",
            "batch_time_avg", "memory_mb", "rss_mb")
+#: Times that the first batch of an epoch inflates (DataLoader workers start for it).
+_STARTUP_TIMES = frozenset({"data_time", "batch_time", "data_time_avg", "batch_time_avg"})
 MAX_SERIES_PER_NAME = 8  # distinct line shapes kept for one name; later ones share the last
 MAX_QUALITY = 8  # held-out quality metrics kept
 #: This many restarts make a series a sequence of passes (one point each), fewer are runs.
@@ -106,7 +108,8 @@ class Track:
     """One series of one metric: a new run where its epoch goes back (an appended or resumed
     run), a new pass where only its step counter does."""
 
-    def __init__(self) -> None:
+    def __init__(self, key: str = "") -> None:
+        self.key = key  # the series key it was made for
         self.runs: list[_Run] = [_Run()]
         self._epoch: float | None = None
         self._step: int | None = None
@@ -149,6 +152,9 @@ class CurveState:
         self.summed_loss = False
         self.num_classes: int | None = None  # stated by the log (num_classes=10, nc: 80)
         self.ended_in_oom = False  # the run ran out of GPU memory (a leak then needs less)
+        self.last_series: dict[str, str] = {}  # name -> the series its latest record is of
+        #: checks read the series the log ends in instead of the longest (see `main`)
+        self.at_end = False
 
     def add(self, values: Iterable[tuple[str, float]], *, line: int, rank: int | None = None,
             text: str = "", series: str = "", step: int | None = None) -> None:
@@ -159,6 +165,8 @@ class CurveState:
         for name, value in values:
             if name.endswith("_avg") and name not in TRACKED:
                 continue
+            if step == 0 and name in _STARTUP_TIMES:
+                continue  # the first batch of a pass waits for the workers to start
             track = self._track(name, series)
             if track is None:
                 continue
@@ -169,6 +177,7 @@ class CurveState:
                 value = average
             track.add(value, line=line, rank=rank, text=text, epoch=epoch, step=step,
                       average=average)
+            self.last_series[name] = track.key
         if not self.summed_loss and "loss" in given:
             parts = [n for n in given if "loss" in n and n != "loss" and not n.endswith("_avg")
                      and not n.startswith("eval_") and n != "loss_scale"]
@@ -186,7 +195,7 @@ class CurveState:
         if track is None:
             if len(by_series) >= MAX_SERIES_PER_NAME:
                 return next(reversed(by_series.values()))
-            track = by_series[series] = Track()
+            track = by_series[series] = Track(series)
         return track
 
     # --- what the checks read -------------------------------------------------------------
@@ -200,6 +209,8 @@ class CurveState:
         """The series of `name` the checks read: of the longest ones (within 80 % of the
         longest), the smoothest: an epoch summary beside per-batch lines of the same length.
         An empty one where the log has none."""
+        if self.at_end and name in self.last_series:
+            return self.tracks[name][self.last_series[name]].resolved()
         found = self.all(name)
         if not found:
             return Series()
@@ -211,6 +222,8 @@ class CurveState:
         line (`train_loss 0.02 | val_loss 1.9`): comparable by construction. Else the longest
         of each."""
         shared = set(self.tracks.get(first, {})) & set(self.tracks.get(second, {}))
+        if self.at_end:
+            shared &= {self.last_series.get(second)}
         if shared:
             key = max(shared, key=lambda k: self.tracks[second][k].resolved().count)
             return self.tracks[first][key].resolved(), self.tracks[second][key].resolved()

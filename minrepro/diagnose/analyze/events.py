@@ -25,6 +25,9 @@ SOME_BYTES = 1 << 30
 #: to a scale this low (from 2**16), is not that.
 MANY_REDUCTIONS = 8
 LOW_SCALE = 16.0
+#: Steps the optimizer skipped (overflow) as a share of all steps, from this many steps on.
+SKIPPED_SHARE = 0.5
+MIN_STEPS = 50
 
 
 def _evidence(line: Line) -> tuple[Evidence, ...]:
@@ -98,12 +101,16 @@ class LossScaleAnalyzer:
         self.at_minimum = False
         self.recovered = False  # a later reduction started above an earlier low: it regrew
         self.lines: list[Line] = []
+        self.skipped: tuple[float, int, Line] | None = None  # the last "step=N, skipped=M"
 
     def feed(self, event: Event, line: Line) -> None:
         if isinstance(event, MetricRecord):  # "loss_scale : 1.4e-14" printed as a metric
             scale = event.get("loss_scale")
             if scale is not None and scale < 1:
                 self._lower(scale, None, line, at_minimum=False)
+            skipped = event.get("skipped_steps")
+            if skipped is not None and event.step:
+                self.skipped = (skipped, event.step, line)
             return
         if isinstance(event, LossScaleEvent):
             self.count += 1
@@ -125,12 +132,18 @@ class LossScaleAnalyzer:
         collapsed = self.at_minimum or (self.lowest is not None and self.lowest <= 1)
         falling = (self.count >= MANY_REDUCTIONS and not self.recovered
                    and self.lowest is not None and self.lowest <= LOW_SCALE)
-        if not (collapsed or falling) or not self.lines:
+        lost = False
+        if self.skipped is not None:
+            skipped, steps, line = self.skipped
+            lost = steps >= MIN_STEPS and skipped >= SKIPPED_SHARE * steps
+            if lost and not self.lines:
+                self.lines = [line]  # every step skipped: the optimizer never stepped
+        if not (collapsed or falling or lost) or not self.lines:
             return []
         params = {"loss_scale": self.lowest} if self.lowest is not None else {}
         evidence = tuple(e for line in self.lines for e in _evidence(line))
         return [Finding(rule_id=checks.LOSS_SCALE_COLLAPSE.id, cause="fp16_overflow",
-                        category="precision", score=0.8 if collapsed else 0.6,
+                        category="precision", score=0.8 if collapsed or lost else 0.6,
                         first_line=self.lines[0].line, evidence=evidence,
                         params=tuple(params.items()), severity=Severity.SYMPTOM,
                         supersedes=("lr_divergence",))]

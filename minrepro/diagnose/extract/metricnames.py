@@ -46,6 +46,8 @@ ALIASES: dict[str, str] = {
     **dict.fromkeys(("rss", "host_rss", "rss_mem", "ram_used", "ram", "used_ram", "cpu_mem",
                      "host_mem", "ram_usage", "mem_rss"), "rss_mb"),
     "loss_scale": "loss_scale",
+    **dict.fromkeys(("skipped", "skipped_steps", "skipped_iters", "num_skipped"),
+                    "skipped_steps"),  # DeepSpeed's step=N, skipped=M: steps lost to overflow
 }
 STEP_KEYS = frozenset(("step", "global_step", "iter", "iteration", "it", "num_updates",
                        "train_global_step", "trainer_global_step"))

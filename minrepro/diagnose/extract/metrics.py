@@ -42,7 +42,7 @@ from minrepro.model import Line, MetricRecord
 
 #: Values that alone do not make a metric line (an args dump prints `learning_rate=5e-05`).
 _SECONDARY = frozenset(("epoch", "data_time", "batch_time", "memory_mb", "learning_rate",
-                        "loss_scale"))
+                        "loss_scale", "skipped_steps"))
 _MAX_VALUES = 48
 
 _VALUE = rf"(?:tensor\()?(?P<val>{FLOAT})"

@@ -1,0 +1,111 @@
+"""What the training curve says against the held-out one: a loss collapsing to zero while
+evaluation sits at chance (single_class_labels), and overfitting. Pure checks of a
+CurveState, like curves.py."""
+
+from __future__ import annotations
+
+from minrepro.diagnose.analyze import checks
+from minrepro.diagnose.analyze.curvestate import CurveState
+from minrepro.diagnose.analyze.quality import quality_improved, still_improving
+from minrepro.diagnose.analyze.resources import finding
+from minrepro.diagnose.analyze.series import Point
+from minrepro.diagnose.analyze.trends import levels, mean, median
+from minrepro.model import Finding
+
+RISE = 1.1  # a held-out loss this far above its best, to stay, is rising
+
+
+# --- collapse -----------------------------------------------------------------------------
+
+
+def collapse(state: CurveState) -> Finding | None:
+    loss = state.main("loss").points()
+    if len(loss) < 3 or levels([p.value for p in loss])[-1] > 0.01 or loss[-1].value > 0.01:
+        return None
+    at_chance = _eval_at_chance(state)
+    always_zero = all(p.value <= 1e-5 for p in loss)  # printed as 0.0000: not a small MSE
+    collapsed = loss[0].value >= 10 * max(loss[-1].value, 1e-6)
+    accuracy = state.main("accuracy").points()
+    perfect = (len(accuracy) >= 3 and all(p.value in (1.0, 100.0) for p in accuracy[-3:])
+               and all(p.value <= 1e-4 for p in loss[-3:]))
+    if not (always_zero or perfect or (collapsed and at_chance is not None)):
+        return None
+    params: dict[str, int] = {}
+    if at_chance is not None and at_chance[1]:
+        params["num_classes"] = at_chance[1]
+    evidence = [loss[0], loss[-1]] + ([at_chance[0]] if at_chance else [])
+    score = 0.75 if at_chance is not None else 0.5
+    return finding(checks.LOSS_COLLAPSE, score, evidence, params=params,
+                   supersedes=("overfitting",))
+
+
+def _eval_at_chance(state: CurveState) -> tuple[Point, int | None] | None:
+    """The eval point that shows chance-level prediction, and the class count it implies."""
+    mcc = state.main("eval_matthews_correlation").points()
+    acc = state.main("eval_accuracy").points()
+    if acc:
+        classes = round(1 / acc[-1].value) if acc[-1].value > 0 else 0
+        if 2 <= classes <= 100 and abs(acc[-1].value - 1 / classes) <= 0.03:
+            return acc[-1], classes
+    if mcc and all(abs(p.value) < 1e-9 for p in mcc):
+        return mcc[-1], None
+    return None
+
+
+# --- overfitting --------------------------------------------------------------------------
+
+
+def overfitting(state: CurveState) -> Finding | None:
+    train_series, eval_series = state.paired("loss", "eval_loss")
+    train, evals = train_series.points(), eval_series.points()
+    if len(evals) < 4 or len(train) < 2:
+        return _generalisation_gap(train, evals)
+    values = [p.value for p in evals]
+    smooth = _smoothed(values)
+    best = min(range(len(smooth)), key=smooth.__getitem__)
+    floor = max(smooth[best], 1e-9)
+    after = smooth[best:]
+    rising = len(after) >= 3 and after[-1] >= RISE * floor and min(after[-2:]) >= 1.05 * floor
+    train_after = [p.value for p in train if p.line >= evals[best].line]
+    falling = len(train_after) >= 2 and levels(train_after)[-1] < levels(train_after)[0]
+    recent_train = median(train_after) if train_after else 0.0
+    gap = (mean(after) - recent_train) / max(recent_train, 1e-9)
+    if not (rising and falling and gap > 0.1):
+        stalled = best < len(evals) - max(2, len(evals) // 3)  # no new best lately
+        return _generalisation_gap(train, evals) if stalled else None
+    if still_improving(state, evals[best].line):
+        return None  # the held-out loss rises, but the model still gets better at the task
+    if state.quality() and not quality_improved(state):
+        return None  # the held-out metric never moved: it never fit (labels? the eval set?)
+    worse = _quality_got_worse(state)
+    return finding(checks.EVAL_LOSS_RISES, 0.8 if worse else 0.7, [evals[best], evals[-1]],
+                   params={"best_eval_loss": round(evals[best].value, 4)})
+
+
+def _smoothed(values: list[float]) -> list[float]:
+    """A running median of three: one noisy evaluation is no best or worst."""
+    if len(values) < 5:
+        return values
+    return [median(values[max(0, i - 1):i + 2]) for i in range(len(values))]
+
+
+def _quality_got_worse(state: CurveState) -> bool:
+    for _, direction, series in state.quality():
+        values = [v * direction for v in series.values()]
+        if len(values) >= 4:
+            found = levels(values)
+            scale = 100.0 if max(abs(v) for v in values) > 1.5 else 1.0
+            if max(found) - found[-1] >= 0.01 * scale:
+                return True
+    return False
+
+
+def _generalisation_gap(train: list[Point], evals: list[Point]) -> Finding | None:
+    """Few evaluations: a held-out loss ten times the (already small) training loss."""
+    if not train or not evals:
+        return None
+    last_train = min(train[-3:], key=lambda p: abs(p.line - evals[-1].line))
+    if last_train.value >= 0.1 or evals[-1].value < 10 * max(last_train.value, 1e-9):
+        return None
+    return finding(checks.GENERALISATION_GAP, 0.55, [last_train, evals[-1]],
+                   params={"best_eval_loss": round(min(p.value for p in evals), 4)})

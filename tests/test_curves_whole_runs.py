@@ -1,0 +1,200 @@
+"""Curve checks on whole, noisy runs: seeded generators of realistic healthy logs must give no
+cause at all; the same logs with a real failure in them must give that failure.
+
+Each generator writes the lines a training loop prints (per-batch noise, warmup, lr step
+decay, epoch boundaries with a step counter that restarts, eval every N steps), and the
+whole diagnose path reads them.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from minrepro.diagnose.pipeline import diagnose_lines
+from minrepro.model import Line
+
+SEEDS = range(6)
+
+
+def diagnose(rows: list[str]):
+    return diagnose_lines([Line(line=n, text=row) for n, row in enumerate(rows, 1)])
+
+
+def healthy_loss(step: int, total: int, rng: random.Random, start: float = 4.0,
+                 floor: float = 0.4) -> float:
+    """Warmup, then exponential decay with lr step drops, times per-batch noise."""
+    progress = step / total
+    level = floor + (start - floor) * math.exp(-4 * progress)
+    level *= 0.85 if progress > 0.6 else 1.0  # the lr drop at 60 %
+    if step < total * 0.02:
+        level = start * (1 + 0.1 * rng.random())  # warmup: high and jumpy
+    return level * math.exp(rng.gauss(0, 0.25))  # per-batch noise, heavy tailed
+
+
+def imagenet_style(seed: int, epochs: int = 12, batches: int = 200, eval_rise: bool = False,
+                   acc_down: bool = False) -> list[str]:
+    """pytorch/examples lines: per-batch 'Epoch: [e][i/N]', eval passes, ' * Acc@1' summaries."""
+    rng = random.Random(seed)
+    rows, total = [], epochs * batches
+    for epoch in range(epochs):
+        for i in range(0, batches, 10):
+            loss = healthy_loss(epoch * batches + i, total, rng)
+            rows.append(f"Epoch: [{epoch}][{i:4d}/{batches}]\tTime 0.210 (0.230)\t"
+                        f"Data 0.010 (0.020)\tLoss {loss:.4f} ({loss * 1.05:.4f})")
+        val = 2.0 * math.exp(-epoch / 3) + 0.9 + rng.gauss(0, 0.03)
+        if eval_rise and epoch > epochs // 3:
+            val += 0.25 * (epoch - epochs // 3)
+        acc = 40 + 45 * (1 - math.exp(-epoch / 3)) + rng.gauss(0, 0.3)
+        if acc_down and epoch > epochs // 3:
+            acc -= 2.0 * (epoch - epochs // 3)
+        for j in range(0, 50, 10):
+            rows.append(f"Test: [{j:3d}/50]\tTime 0.100 (0.110)\tLoss {val + rng.gauss(0, 0.3):.4f}"
+                        f" ({val:.4f})\tAcc@1 {acc + rng.gauss(0, 5):.3f} ({acc:.3f})")
+        rows.append(f" * Acc@1 {acc:.3f} Acc@5 {min(99.0, acc + 10):.3f}")
+    return rows
+
+
+def hf_trainer_style(seed: int, steps: int = 3000, every: int = 10, evals: int = 300,
+                     start: float = 2.1, floor: float = 1.9) -> list[str]:
+    """HF Trainer dict lines; an SFT loss that plateaus naturally (1.92: near ln 7)."""
+    rng = random.Random(seed)
+    rows = []
+    for step in range(every, steps + 1, every):
+        loss = healthy_loss(step, steps, rng, start=start, floor=floor) ** 0.3 * floor ** 0.7
+        lr = 2e-5 * min(1.0, step / 300) * (1 - step / steps)
+        rows.append(f"{{'loss': {loss:.4f}, 'grad_norm': {abs(rng.gauss(1.0, 0.3)):.4f}, "
+                    f"'learning_rate': {lr:.3e}, 'epoch': {step / steps * 3:.2f}}}")
+        if step % evals == 0:
+            rows.append(f"{{'eval_loss': {floor + 0.05 + rng.gauss(0, 0.01):.4f}, "
+                        f"'epoch': {step / steps * 3:.2f}}}")
+    rows.append("{'train_runtime': 5123.4, 'train_samples_per_second': 12.1, 'epoch': 3.0}")
+    return rows
+
+
+def deepspeed_fp16_style(seed: int, steps: int = 4000) -> list[str]:
+    """A burst of loss-scale reductions at start-up, then a probe every ~1000 steps."""
+    rng = random.Random(seed)
+    rows = []
+    scale = 65536
+    for _ in range(6):
+        rows.append("[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: "
+                    f"{scale}, reducing to {scale // 2}")
+        scale //= 2
+    for step in range(1, steps):
+        if step % 1000 == 0:
+            rows.append("[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: "
+                        "65536, reducing to 32768")
+        if step % 20 == 0:
+            loss = healthy_loss(step, steps, rng)
+            rows.append(f"[Rank 0] step={step}, skipped={7 + step // 1000}, lr=[1e-05], "
+                        f"loss={loss:.4f}")
+    return rows
+
+
+def gan_style(seed: int, iterations: int = 400) -> list[str]:
+    rng = random.Random(seed)
+    return [f"Discriminator Loss: {abs(rng.gauss(0.9, 0.6)):.8f} Generator Loss: "
+            f"{abs(rng.gauss(2.2, 1.1)):.8f}: {i * 100 // iterations}%|##| {i}/{iterations}"
+            for i in range(iterations)]
+
+
+def appended_runs(seed: int) -> list[str]:
+    """Three detectron2 runs in one file: the loss starts high again at each."""
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(3):
+        for it in range(19, 4000, 20):
+            loss = healthy_loss(it, 4000, rng, start=110.0, floor=20.0)
+            rows.append(f"[08/30 23:20:28] d2.utils.events INFO:  eta: 1:11:19  iter: {it}  "
+                        f"total_loss: {loss:.4g}  lr: 0.0001")
+    return rows
+
+
+def resumed_on_its_plateau(seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [f"Train Epoch: {epoch} [{i}/496 ({i * 100 // 496}%)] Loss: "
+            f"{9.95 + rng.gauss(0, 0.02):.6f}" for epoch in range(51, 60)
+            for i in range(0, 496, 8)]
+
+
+HEALTHY = {
+    "imagenet": imagenet_style,
+    "imagenet-val-loss-up-acc-up": lambda s: imagenet_style(s, eval_rise=True),
+    "hf-sft-plateau": hf_trainer_style,
+    "deepspeed-fp16-probing": deepspeed_fp16_style,
+    "gan": gan_style,
+    "appended-runs": appended_runs,
+    "resumed-plateau": resumed_on_its_plateau,
+}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("kind", HEALTHY)
+def test_healthy_noisy_runs_get_no_cause(kind: str, seed: int) -> None:
+    diagnosis = diagnose(HEALTHY[kind](seed))
+    assert diagnosis.cause is None, (kind, seed, diagnosis.cause, diagnosis.confidence)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_overfitting_with_a_worsening_metric(seed: int) -> None:
+    diagnosis = diagnose(imagenet_style(seed, eval_rise=True, acc_down=True))
+    assert diagnosis.cause == "overfitting"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_loss_that_turns_nan_and_stays_nan(seed: int) -> None:
+    rows = imagenet_style(seed, epochs=4)
+    rows += [f"Epoch: [4][{i:4d}/200]\tTime 0.2 (0.2)\tData 0.0 (0.0)\tLoss nan (nan)"
+             for i in range(0, 200, 10)]
+    assert diagnose(rows).cause == "lr_divergence"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_single_nan_eval_that_recovers_is_no_divergence(seed: int) -> None:
+    rows = hf_trainer_style(seed)
+    rows.insert(len(rows) // 3, "{'eval_loss': nan, 'epoch': 1.0}")
+    assert diagnose(rows).cause is None
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_loss_that_climbs_back_and_stays(seed: int) -> None:
+    rng = random.Random(seed)
+    rows = [f"step {s} | loss {healthy_loss(s, 2000, rng) * (1 if s < 1200 else 10):.4f} | "
+            f"lr 0.1" for s in range(0, 2000, 10)]
+    assert diagnose(rows).cause == "lr_divergence"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_stuck_at_ln_10_with_accuracy_at_chance(seed: int) -> None:
+    rng = random.Random(seed)
+    rows = [f"epoch {e} train loss {math.log(10) + rng.gauss(0, 0.002):.4f} train acc "
+            f"{10 + rng.gauss(0, 0.3):.2f} val loss {math.log(10) + rng.gauss(0, 0.001):.4f}"
+            f" val acc 10.00" for e in range(50)]
+    diagnosis = diagnose(rows)
+    assert diagnosis.cause == "loss_stagnation" and diagnosis.params["num_classes"] == 10
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_fp16_scale_that_never_recovers(seed: int) -> None:
+    rows = deepspeed_fp16_style(seed, steps=1000)[:6]
+    scale = 2048
+    while scale > 1:
+        rows.append(f"[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {scale},"
+                    f" reducing to {scale // 2}")
+        scale //= 2
+    assert diagnose(rows).cause == "fp16_overflow"
+
+
+def test_every_step_skipped_is_fp16_overflow() -> None:
+    rows = [f"[Rank 0] step={s}, skipped={s}, lr=[1e-05]" for s in range(10, 2000, 10)]
+    assert diagnose(rows).cause == "fp16_overflow"
+
+
+def test_the_crash_at_the_end_outweighs_a_curve_before_it() -> None:
+    rows = imagenet_style(1, eval_rise=True, acc_down=True)
+    rows += ["Traceback (most recent call last):", '  File "train.py", line 300, in <module>',
+             "    save(model)", "OSError: [Errno 28] No space left on device"]
+    assert diagnose(rows).cause is None
