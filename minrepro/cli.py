@@ -69,7 +69,7 @@ def diagnose(log: LogArg, json_: Annotated[bool, typer.Option(
     else:
         typer.echo(diagnosis_to_text(diagnosis), nl=False)
     _echo_warnings(diagnosis)
-    raise typer.Exit(ExitCode.DIAGNOSED if diagnosis.diagnosed else ExitCode.NO_KNOWN_CAUSE)
+    raise typer.Exit(ExitCode.DIAGNOSED if diagnosis.answered else ExitCode.NO_KNOWN_CAUSE)
 
 
 @app.command()
@@ -172,7 +172,7 @@ def report(log: LogArg,
         write_text(text, output, force=force, protect=(log,) if log != "-" else ())
     else:
         typer.echo(text, nl=False)
-    raise typer.Exit(ExitCode.DIAGNOSED if diagnosis.diagnosed else ExitCode.NO_KNOWN_CAUSE)
+    raise typer.Exit(ExitCode.DIAGNOSED if diagnosis.answered else ExitCode.NO_KNOWN_CAUSE)
 
 
 @app.command()
@@ -198,7 +198,7 @@ def rules(rule_id: Annotated[str | None, typer.Argument(
     if rule_id is None:
         typer.echo(list_rules(loaded), nl=False)
         return
-    matches = [r for r in loaded if rule_id in (r.id, r.cause)]
+    matches = loaded.lookup(rule_id)
     if not matches:
         raise MinreproError(f"no rule {rule_id!r}; `minrepro rules` lists them")
     typer.echo("\n".join(describe_rule(r) for r in matches), nl=False)

@@ -188,6 +188,17 @@ class WorkerKilled:
 
 
 @dataclass(frozen=True, slots=True)
+class ProcessKilled:
+    """A process that died without a Python exception: a signal, the OOM killer, the
+    scheduler (how: exitcode | signal | oom | scheduler | killed | segfault | aborted)."""
+
+    line: int
+    how: str
+    detail: str
+    rank: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class EnvFact:
     """Something the log reveals about its environment: torch/CUDA/driver version, GPU."""
 
@@ -206,20 +217,31 @@ class RunEnded:
 
 
 Event = Union[Traceback, CudaAssert, OomReport, MetricRecord, LossScaleEvent, NcclTimeout,
-              WorkerKilled, EnvFact, RunEnded]
+              WorkerKilled, EnvFact, RunEnded, ProcessKilled]
+
+
+class FailureKind(Name):
+    EXCEPTION = "exception"
+    CUDA_ASSERT = "cuda_assert"
+    WORKER_KILLED = "worker_killed"
+    NCCL_TIMEOUT = "nccl_timeout"
+    KILLED = "killed"  # a process killed without an exception (signal, OOM killer, scheduler)
 
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """An exception the log shows, summarised for the diagnosis, the report and triage."""
+    """Something that failed in the log (an exception, a CUDA assert, a killed worker, a
+    collective timeout), summarised for the diagnosis, the report and triage."""
 
-    exc_type: str  # as written: "RuntimeError", "torch.OutOfMemoryError"; "" when cut off
+    exc_type: str  # as written: "RuntimeError", "torch.OutOfMemoryError"; "" for no exception
     message: str  # the first line of the message
     line: int  # the exception line (or the last line seen of a cut-off traceback)
     first_line: int  # where its traceback starts
     rank: int | None = None
     frames: tuple[Frame, ...] = ()
     text: str = ""  # the traceback as printed, for the report
+    kind: FailureKind = FailureKind.EXCEPTION
+    timestamp: float | None = None  # from the log line, for ordering across ranks
 
     @property
     def headline(self) -> str:
@@ -292,10 +314,18 @@ class Diagnosis:
     source: str = ""  # the log's name (basename only: nothing volatile)
     env: dict[str, str] = field(default_factory=dict)  # versions/GPU the log reveals
     loss_curve: tuple[float, ...] = ()  # downsampled, for the report's sparkline
-    traceback: str = ""  # text of the deciding traceback, for the report
-    failure: Failure | None = None  # the exception nearest the deciding evidence
+    traceback: str = ""  # text of the first failure's traceback, for the report
+    failure: Failure | None = None  # what failed first (across ranks)
+    root: RootClass | None = None  # where it came from; None: the evidence does not decide
+    cascade: tuple[Failure, ...] = ()  # what followed from the first failure
     warnings: tuple[str, ...] = ()  # e.g. "input .gz was truncated at byte N"
 
     @property
     def diagnosed(self) -> bool:
+        """A cause was named."""
         return self.cause is not None
+
+    @property
+    def answered(self) -> bool:
+        """A cause or a root class was named (exit status 0)."""
+        return self.cause is not None or self.root is not None

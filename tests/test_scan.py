@@ -22,14 +22,16 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
 
 
 def big_log(path: Path, middle: str, size: int = 4 * (HEAD_BYTES + TAIL_BYTES)) -> Path:
-    lines, written, i = [], 0, 0
+    """Training records, then `middle` halfway, then only chatter: the run stopped there
+    (a failure the run trained on past is survived, not the run's failure)."""
+    lines, written, i, half = [], 0, 0, 0
     while written < size:
         metric = METRIC.format(loss=2.0 - i * 1e-5, e=i / 1e4)
-        line = metric if i % 3 else NOISE.format(i=i, j=i * 7)
+        line = metric if i % 3 and written < size // 2 else NOISE.format(i=i, j=i * 7)
         lines.append(line)
         written += len(line)
         i += 1
-    half = len(lines) // 2
+        half = half or (written >= size // 2 and len(lines))
     path.write_text("".join(lines[:half]) + middle + "".join(lines[half:]), encoding="utf-8")
     return path
 

@@ -8,12 +8,24 @@ the ranks that waited for a crashed one) loses to the crash. Below THRESHOLD: no
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from minrepro.diagnose.roots import root_of
+from minrepro.diagnose.rules.pack import Rule
 from minrepro.diagnose.rules.registry import RuleSet
-from minrepro.model import Alternative, Diagnosis, Failure, Finding, ParamValue, Severity
+from minrepro.model import (
+    Alternative,
+    Diagnosis,
+    Failure,
+    Finding,
+    ParamValue,
+    RootClass,
+    Severity,
+)
+from minrepro.taxonomy import ROOT_OF
 
 THRESHOLD = 0.5  # the least confidence at which a cause is named
 EXPLAINED_SHARE = 0.5  # what a finding keeps of its score when another explains it, or it
@@ -34,10 +46,14 @@ class Context:
     loss_curve: tuple[float, ...] = ()
     failures: tuple[Failure, ...] = ()  # the first few exceptions and the last one
     warnings: tuple[str, ...] = ()
+    first_failure: Failure | None = None  # what failed first, across ranks (failures.py)
+    cascade: tuple[Failure, ...] = ()  # what followed from it
+    first_is_failure: bool = False  # a failure of its own, not only a cascade or a wrapper
 
 
 def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Diagnosis:
-    merged = _rank(_damp(_merge(findings)))
+    merged = _rank(_damp(_merge(findings),
+                         context.first_failure if context.first_is_failure else None))
     alternatives = tuple(Alternative(f.cause, f.category, f.score) for f in merged[1:4])
     if not merged or merged[0].score < THRESHOLD:
         return _undiagnosed(merged, alternatives, context)
@@ -53,15 +69,21 @@ def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Dia
         rule_id=rule.id if rule else None, title=rule.title if rule else best.cause,
         variant=best.variant, summary=rule.title if rule else "",
         source=context.source, env=dict(context.env or {}), loss_curve=context.loss_curve,
-        **_failure_fields(_nearest_failure(context.failures, best.first_line)),
+        **_failure_fields(context.first_failure
+                          or _nearest_failure(context.failures, best.first_line)),
+        root=root_of_cause(best, rule, context), cascade=context.cascade,
         warnings=context.warnings,
     )
 
 
 def _undiagnosed(merged: list[Finding], alternatives: tuple[Alternative, ...],
                  context: Context) -> Diagnosis:
+    first = context.first_failure
+    root_rule = root_of(first) if first is not None else None
     last = context.failures[-1] if context.failures else None
-    if last is not None:
+    if first is not None:
+        seen = f"what failed first: {first.headline or first.message}"
+    elif last is not None:
         headline = last.headline
         seen = (f"the log ends in {headline}" if headline
                 else "the log ends in a traceback cut off before its exception line")
@@ -74,8 +96,25 @@ def _undiagnosed(merged: list[Finding], alternatives: tuple[Alternative, ...],
         cause=None, category=None, confidence=0.0, alternatives=alts or alternatives,
         summary=f"no known training-failure cause: {seen}", source=context.source,
         env=dict(context.env or {}), loss_curve=context.loss_curve,
-        **_failure_fields(last), warnings=context.warnings,
+        failure=first, traceback=_traceback_text(first or last),
+        warnings=context.warnings,
+        root=root_rule.root if root_rule else None, cascade=context.cascade if first else (),
+        rule_id=root_rule.id if root_rule else None,
+        title=root_rule.title if root_rule else "", fix=root_rule.fix if root_rule else "",
     )
+
+
+#: A CUDA OOM while another process holds the card is the environment's, not the config's.
+_OTHER_PROCESS = re.compile(r"Process \d+ has [\d.]+ [GM]iB memory in use|"
+                            r"another process|other processes", re.IGNORECASE)
+
+
+def root_of_cause(best: Finding, rule: Rule | None, context: Context) -> RootClass | None:
+    """The usual root class of the cause (its rule's), unless the evidence names another."""
+    root = rule.root if rule is not None and rule.root is not None else ROOT_OF.get(best.cause)
+    if best.cause == "cuda_oom" and any(_OTHER_PROCESS.search(e.text) for e in best.evidence):
+        return RootClass.ENVIRONMENT
+    return root
 
 
 def _merge(findings: Iterable[Finding]) -> list[Finding]:
@@ -112,10 +151,12 @@ def _combine(group: list[Finding]) -> Finding:
     )
 
 
-def _damp(findings: list[Finding]) -> list[Finding]:
+def _damp(findings: list[Finding], first: Failure | None = None) -> list[Finding]:
     explained = {c for f in findings if f.score >= THRESHOLD for c in f.supersedes}
     crashed = any(not f.cascade and f.severity is Severity.CRASH and f.score >= THRESHOLD
-                  for f in findings)
+                  for f in findings) or (
+        # a failure no rule names (rank 2's worker error) came before the watchdogs
+        first is not None and all(not f.cascade for f in findings if f.first_line <= first.line))
     damped = []
     for finding in findings:
         factor = EXPLAINED_SHARE if finding.cause in explained else 1.0
@@ -156,6 +197,10 @@ def _nearest_failure(failures: Sequence[Failure], line: int) -> Failure | None:
             return failure
     after = [f for f in failures if f.first_line >= line]
     return (after[0] if after else failures[-1]) if failures else None
+
+
+def _traceback_text(failure: Failure | None) -> str:
+    return failure.text if failure is not None else ""
 
 
 def _failure_fields(failure: Failure | None) -> dict[str, Any]:

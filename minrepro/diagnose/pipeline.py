@@ -14,6 +14,7 @@ from dataclasses import replace
 from minrepro.diagnose.analyze import Analyzer, CurveAnalyzer, default_analyzers
 from minrepro.diagnose.decide import Context, decide
 from minrepro.diagnose.extract import ExtractorSet, selection_words
+from minrepro.diagnose.failures import FailureLog, timestamp
 from minrepro.diagnose.matcher import RuleMatcher
 from minrepro.diagnose.reader import LogReader
 from minrepro.diagnose.rules.pack import Rule
@@ -21,20 +22,25 @@ from minrepro.diagnose.rules.registry import RuleSet, load_rules
 from minrepro.diagnose.scan import LineSelector
 from minrepro.diagnose.weigh import LogShape, weigh
 from minrepro.model import (
+    CudaAssert,
     Diagnosis,
     EnvFact,
     Event,
     Failure,
     Line,
     MetricRecord,
+    NcclTimeout,
+    ProcessKilled,
     Role,
     RunEnded,
     Severity,
     Traceback,
+    WorkerKilled,
 )
 
 _KEEP_TRACEBACKS = 6  # the first few (the original failure) and the last (how it ended)
 _RECENT_LINES = 256  # lines kept to give multi-line events their own line's text
+_WENT_ON = 3  # training records after an error that show the run went on past it
 TASK_FACTS = frozenset({"num_classes"})  # facts of the task, for the analyzers, not of the env
 
 
@@ -47,7 +53,9 @@ class _Collector:
         self.failures: list[Failure] = []
         self.last_failure: Failure | None = None
         self.recent: deque[Line] = deque(maxlen=_RECENT_LINES)
+        self.failure_log = FailureLog()
         self.last_metric_line = 0  # training went on until here
+        self.metric_lines: deque[int] = deque(maxlen=_WENT_ON)  # the last few records' lines
         self.ended_line = 0  # where the run last said it finished
         self.lines = 0
 
@@ -57,12 +65,21 @@ class _Collector:
             self.env.setdefault(event.key, event.value[:120])
         elif isinstance(event, Traceback):
             self._keep_traceback(event)
+        elif isinstance(event, (CudaAssert, WorkerKilled, NcclTimeout, ProcessKilled)):
+            self.failure_log.add_event(event, line.text)
         elif isinstance(event, MetricRecord):
             self.last_metric_line = max(self.last_metric_line, event.line)
+            self.metric_lines.append(event.line)
         elif isinstance(event, RunEnded):
             self.ended_line = event.line
         for analyzer in self.analyzers:
             analyzer.feed(event, line)
+
+    def _text_of(self, number: int) -> str:
+        for line in reversed(self.recent):
+            if line.line == number:
+                return line.text
+        return ""
 
     def _line_of(self, event: Event, current: Line) -> Line:
         number = getattr(event, "line", current.line)
@@ -74,9 +91,11 @@ class _Collector:
         return Line(line=number, text="", rank=getattr(event, "rank", None))
 
     def _keep_traceback(self, tb: Traceback) -> None:
+        stamp = timestamp(self._text_of(tb.first_line)) or timestamp(self._text_of(tb.line))
         failure = Failure(exc_type=tb.exc_type, message=_first_line(tb.message)[:300],
                           line=tb.line, first_line=tb.first_line, rank=tb.rank,
-                          frames=tb.frames, text=format_traceback(tb))
+                          frames=tb.frames, text=format_traceback(tb), timestamp=stamp)
+        self.failure_log.add_traceback(tb, failure, self._text_of(tb.first_line - 1))
         if len(self.failures) < _KEEP_TRACEBACKS:
             self.failures.append(failure)
         else:
@@ -128,10 +147,13 @@ def diagnose_lines(lines: Iterable[Line], *, rules: RuleSet | None = None,
     curve = next((a for a in collector.analyzers if isinstance(a, CurveAnalyzer)), None)
     notes = [f"rule pattern timed out: {name}" for name in sorted(matcher.timeouts)]
     failures = collector.all_failures()
+    went_on = collector.metric_lines[0] if len(collector.metric_lines) == _WENT_ON else 0
     shape = LogShape(lines=collector.lines, last_metric_line=collector.last_metric_line,
-                     ended_line=collector.ended_line)
+                     ended_line=collector.ended_line, went_on_after=went_on)
+    first, cascade, genuine = collector.failure_log.resolve(went_on)
     context = Context(source=source, env=collector.env, failures=failures,
-                      loss_curve=curve.loss_curve() if curve else (), warnings=tuple(notes))
+                      loss_curve=curve.loss_curve() if curve else (), warnings=tuple(notes),
+                      first_failure=first, cascade=cascade, first_is_failure=genuine)
     return decide(weigh(findings, shape, failures), rules, context)
 
 

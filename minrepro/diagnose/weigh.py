@@ -6,6 +6,7 @@ A finding read from thousands of healthy lines must not outvote how the run ende
   line) is only weak evidence: it is no user's account of what happened;
 * a run that says it finished ("Training completed", train_runtime, "exits successfully")
   needs strong curve evidence for any cause;
+* an error the run went on training after (three more records) was caught and survived;
 * a run that ends in an exception no rule explains (training stopped at it) failed of that:
   a curve reading from before it is weak next to it, unless the exception is what the curve
   predicts (a NaN abort after a diverging loss, an OOM after growing memory).
@@ -28,6 +29,10 @@ _PRINTED = re.compile(
     r"|[\w.]+ - (?:INFO|WARNING|ERROR|DEBUG) - |[IWEF]\d{4} )")
 SYMPTOM_AFTER_SUCCESS = 0.8
 SYMPTOM_BEFORE_CRASH = 0.5
+CRASH_THE_RUN_SURVIVED = 0.3  # an error training went on after was caught (a finder's OOM)
+#: A warning line: Python's (UserWarning:), a logger's (WARNING), glog's (W0315 x.cc:12] ...)
+_WARNING = re.compile(r"\w*Warning:|\bWARN(?:ING)?\b|\[W "
+                      r"|(?:^|\s|\[)W\d{0,4}\s?[\w./-]*\.(?:cc|cpp|h):\d+\]")
 _NAN_CAUSES = frozenset({"lr_divergence", "fp16_overflow", "softmax_overflow", "nan_in_data"})
 _MEMORY_CAUSES = frozenset({"undetached_loss_list", "allocator_fragmentation",
                             "host_oom_dataloader", "host_oom", "cuda_oom"})
@@ -40,22 +45,27 @@ class LogShape:
     lines: int = 0
     last_metric_line: int = 0
     ended_line: int = 0  # 0: it never said it finished
+    went_on_after: int = 0  # training kept reporting (3 records) after this line
 
 
 def weigh(findings: Iterable[Finding], shape: LogShape, failures: Sequence[Failure]
           ) -> list[Finding]:
     findings = list(findings)
     crash = final_crash(shape, failures)
-    explained = crash is not None and any(_within(f, crash) for f in findings
-                                          if f.severity is Severity.CRASH and f.score > 0)
+    explained = crash is not None and any(
+        _within(f, crash) for f in findings
+        if f.severity is Severity.CRASH and f.score > 0 and not _only_warnings(f))
     finished = shape.ended_line > 0 and (crash is None or shape.ended_line > crash.line)
     weighed = []
     for finding in findings:
         factor = 1.0
+        if (finding.severity is Severity.CRASH and not finding.cascade and finding.score > 0
+                and 0 < finding.first_line < shape.went_on_after):
+            factor *= CRASH_THE_RUN_SURVIVED
         if finding.severity is Severity.PROSE and finding.evidence and all(
                 _PRINTED.match(e.text) for e in finding.evidence):
             factor *= PROSE_PRINTED
-        if finding.severity is Severity.SYMPTOM:
+        if finding.severity is Severity.SYMPTOM or _only_warnings(finding):
             if finished:
                 factor *= SYMPTOM_AFTER_SUCCESS
             elif crash is not None and not explained and not _predicted(finding, crash):
@@ -74,6 +84,11 @@ def final_crash(shape: LogShape, failures: Sequence[Failure]) -> Failure | None:
         return None
     last = real[-1]
     return last if last.first_line > shape.last_metric_line else None
+
+
+def _only_warnings(finding: Finding) -> bool:
+    """Evidence only from warning lines: the run went on after them."""
+    return bool(finding.evidence) and all(_WARNING.search(e.text) for e in finding.evidence)
 
 
 def _within(finding: Finding, crash: Failure) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from minrepro.model import Diagnosis
+from minrepro.model import Diagnosis, Failure, Frame
 
 
 def diagnosis_to_json(diagnosis: Diagnosis) -> dict[str, Any]:
@@ -13,9 +13,13 @@ def diagnosis_to_json(diagnosis: Diagnosis) -> dict[str, Any]:
         "cause": diagnosis.cause,
         "category": diagnosis.category,
         "confidence": diagnosis.confidence,
+        "root": diagnosis.root.value if diagnosis.root else None,
         "params": dict(diagnosis.params),
         "evidence": [{"line": e.line, "rank": e.rank, "text": e.text}
                      for e in diagnosis.evidence],
+        "failure": failure_to_json(diagnosis.failure),
+        "cascade": [{"line": f.line, "rank": f.rank, "text": f.headline or f.message}
+                    for f in diagnosis.cascade],
         "fix": diagnosis.fix,
         "alternatives": [{"cause": a.cause, "category": a.category,
                           "confidence": round(a.confidence, 2)}
@@ -28,3 +32,27 @@ def diagnosis_to_json(diagnosis: Diagnosis) -> dict[str, Any]:
         "env": dict(diagnosis.env),
         "warnings": list(diagnosis.warnings),
     }
+
+
+def failure_to_json(failure: Failure | None) -> dict[str, Any] | None:
+    """The first failure: what, where (the innermost frame of the user's code, and the
+    library frame it failed in), on which rank."""
+    if failure is None:
+        return None
+    frame = failure.user_frame or (failure.frames[-1] if failure.frames else None)
+    return {
+        "exc_type": failure.exc_type or None,
+        "message": failure.message,
+        "line": failure.line,
+        "rank": failure.rank,
+        "kind": failure.kind.value,
+        "frame": frame_to_json(frame),
+        "library_frame": frame_to_json(failure.library_frame),
+    }
+
+
+def frame_to_json(frame: Frame | None) -> dict[str, Any] | None:
+    if frame is None:
+        return None
+    return {"file": frame.file, "line": frame.line, "function": frame.function,
+            "package": frame.package}

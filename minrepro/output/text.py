@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from minrepro.model import Diagnosis, ParamValue
+from minrepro.model import Diagnosis, Failure, FailureKind, ParamValue
 
 
 def human_bytes(value: int) -> str:
@@ -20,17 +20,68 @@ def _param_text(name: str, value: ParamValue) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
+def failure_summary(diagnosis: Diagnosis) -> str | None:
+    """What failed first, where, and what followed, in one sentence:
+    "rank 2 failed first: PIL.UnidentifiedImageError in a DataLoader worker at data.py:41
+    in __getitem__ (data); then ranks 0, 1, 3 timed out in allreduce"."""
+    failure = diagnosis.failure
+    if failure is None:
+        return None
+    who = f"rank {failure.rank} failed first: " if failure.rank is not None else ""
+    what = failure.exc_type or failure.message
+    where = " in a DataLoader worker" if _in_worker(failure) else ""
+    frame = failure.user_frame
+    if frame is not None:
+        where += f" at {_basename(frame.file)}:{frame.line} in {frame.function}"
+    library = failure.library_frame
+    if library is not None and library.package:
+        where += f" (raised in {library.package})"
+    root = f" [{diagnosis.root.value}]" if diagnosis.root else ""
+    return f"{who}{what}{where}{root}{_cascade_text(diagnosis)}"
+
+
+def _in_worker(failure: Failure) -> bool:
+    return "_worker_loop" in failure.text or "in DataLoader worker" in failure.text
+
+
+def _basename(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _cascade_text(diagnosis: Diagnosis) -> str:
+    timeouts = sorted({f.rank for f in diagnosis.cascade
+                       if f.kind is FailureKind.NCCL_TIMEOUT and f.rank is not None})
+    if timeouts:
+        ops = {f.message.removeprefix("collective timed out") for f in diagnosis.cascade
+               if f.kind is FailureKind.NCCL_TIMEOUT}
+        ranks = "rank" + ("s " if len(timeouts) > 1 else " ") + ", ".join(map(str, timeouts))
+        return f"; then {ranks} timed out{sorted(ops)[0] if len(ops) == 1 else ''}"
+    others = [f for f in diagnosis.cascade if f.exc_type]
+    return f"; then {len(others)} more error(s) followed from it" if others else ""
+
+
 def diagnosis_to_text(diagnosis: Diagnosis) -> str:
+    first = failure_summary(diagnosis)
+    if first and diagnosis.failure is not None and diagnosis.failure.rank is None:
+        first = f"failed first: {first}"
     if not diagnosis.diagnosed:
         lines = [f"minrepro: {diagnosis.summary or 'no known cause'}"]
+        if first:
+            root = (diagnosis.root.value if diagnosis.root
+                    else "unknown (the evidence does not decide)")
+            lines = [first, f"  root class: {root}"]
+            if diagnosis.rule_id:
+                lines += [f"  {diagnosis.title} [{diagnosis.rule_id}]",
+                          f"  fix: {diagnosis.fix}"]
+            lines.append(f"minrepro: {diagnosis.summary}")
         if diagnosis.alternatives:
             lines.append("weak candidates:")
             lines += [f"  {a.cause} ({a.category}) {a.confidence:.2f}"
                       for a in diagnosis.alternatives]
         return "\n".join(lines) + "\n"
-    lines = [
+    lines = ([first, ""] if first else []) + [
         f"{diagnosis.category} / {diagnosis.cause}  (confidence {diagnosis.confidence:.2f},"
-        f" rule {diagnosis.rule_id})",
+        f" rule {diagnosis.rule_id}, root class {diagnosis.root.value if diagnosis.root else '-'})",
         f"  {diagnosis.title}",
         "",
         "evidence:",

@@ -34,7 +34,7 @@ from minrepro.errors import BadInputError, RenderError
 from minrepro.files import write_atomic
 from minrepro.model import Diagnosis, Evidence, Line, ParamValue
 from minrepro.output.redact import Redactor, local_redactor
-from minrepro.output.text import human_bytes
+from minrepro.output.text import failure_summary, human_bytes
 from minrepro.report.envreport import EnvReport, format_env_text
 from minrepro.report.markdown import clean_line, code_span, fence, md_escape, sparkline
 from minrepro.repro.verify import VerifyResult
@@ -206,7 +206,12 @@ def build_report(diagnosis: Diagnosis, *, script: str | None = None,
 
 def _title(diagnosis: Diagnosis, mask: Mask) -> str:
     name = md_escape(mask(diagnosis.source or "the log"))
-    what = f"{diagnosis.category}/{diagnosis.cause}" if diagnosis.diagnosed else "no known cause"
+    if diagnosis.diagnosed:
+        what = f"{diagnosis.category}/{diagnosis.cause}"
+    elif diagnosis.root is not None:
+        what = f"{diagnosis.root.value} failure (no known cause)"
+    else:
+        what = "no known cause"
     lines = [f"# minrepro: {what} in {name}"]
     lines += [f"> **Warning:** {md_escape(mask(w))}" for w in diagnosis.warnings]
     return "\n\n".join(lines)
@@ -214,9 +219,12 @@ def _title(diagnosis: Diagnosis, mask: Mask) -> str:
 
 def _diagnosis_section(diagnosis: Diagnosis, mask: Mask) -> str:
     title = diagnosis.title or (diagnosis.cause or "").replace("_", " ")
+    first = failure_summary(diagnosis)
     lines = [
         "## Diagnosis", "",
         f"**{md_escape(title)}**", "",
+        *([f"- **What failed first:** {md_escape(mask(first))}"] if first else []),
+        f"- **Root class:** `{diagnosis.root.value if diagnosis.root else 'unknown'}`",
         f"- **Category / cause:** `{diagnosis.category}` / `{diagnosis.cause}`",
         f"- **Confidence:** {diagnosis.confidence:.2f}",
     ]
@@ -322,9 +330,20 @@ def _verify_text(result: VerifyResult) -> str:
 
 def _no_cause_section(diagnosis: Diagnosis, mask: Mask) -> str:
     summary = md_escape(mask(diagnosis.summary or "no known training-failure cause"))
-    lines = ["## Diagnosis", "", summary, "",
-             "minrepro found no known training-failure cause, so there is no repro script.",
-             "", "### Weak candidates", ""]
+    lines = ["## Diagnosis", ""]
+    first = failure_summary(diagnosis)
+    if first:
+        lines += [f"**What failed first:** {md_escape(mask(first))}", ""]
+        root = diagnosis.root.value if diagnosis.root else "unknown (the evidence does not decide)"
+        lines.append(f"- **Root class:** `{root}`")
+        if diagnosis.rule_id:
+            lines.append(f"- **Rule:** {code_span(clean_line(diagnosis.rule_id, 40))}"
+                         f" ({md_escape(diagnosis.title)})")
+            lines.append(f"- **Fix:** {md_escape(diagnosis.fix)}")
+        lines.append("")
+    lines += [summary, "",
+              "minrepro found no known training-failure cause, so there is no repro script.",
+              "", "### Weak candidates", ""]
     if diagnosis.alternatives:
         lines += [f"- `{a.cause}` ({a.category}), confidence {a.confidence:.2f}"
                   for a in diagnosis.alternatives]

@@ -4,7 +4,9 @@
 
 A case is right when the diagnosed cause equals the label's cause; for `category: none`
 cases (healthy runs, unrelated errors) it is right when no cause is named. Labelled params
-are compared too (reported, not counted in accuracy).
+are compared too (reported, not counted in accuracy), and so are, where a case labels them,
+its root class (`root`), the first failure's exception type (`exc_type`) and rank
+(`first_rank`); a healthy case must get no root class.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ class CaseResult:
     got: str | None
     confidence: float
     params_wrong: tuple[str, ...] = ()
+    root: tuple[str | None, str | None] | None = None  # (labelled, got) where labelled
+    exc_type: tuple[str, str | None] | None = None
+    healthy: bool = False
 
     @property
     def right(self) -> bool:
@@ -46,7 +51,14 @@ def score_case(folder: Path, case: dict) -> CaseResult:
     diagnosis = diagnose_log(folder / case["file"], rule_dirs=())
     wrong = tuple(name for name, value in (case.get("params") or {}).items()
                   if diagnosis.params.get(name) != value)
-    return CaseResult(case["file"], expected, diagnosis.cause, diagnosis.confidence, wrong)
+    failure = diagnosis.failure
+    got_root = diagnosis.root.value if diagnosis.root else None
+    healthy = case.get("cause") == "healthy"
+    return CaseResult(
+        case["file"], expected, diagnosis.cause, diagnosis.confidence, wrong,
+        root=(case.get("root"), got_root) if "root" in case or healthy else None,
+        exc_type=(case["exc_type"], failure.exc_type if failure else None)
+        if case.get("exc_type") else None, healthy=healthy)
 
 
 def score_folder(folder: Path) -> list[CaseResult]:
@@ -61,10 +73,26 @@ def summary(results: list[CaseResult]) -> str:
     alarms = sum(not r.right for r in negatives)
     with_params = [r for r in positives if r.right]
     params_ok = sum(not r.params_wrong for r in with_params)
-    return (f"cause right: {right}/{len(positives)} ({100 * right / max(len(positives), 1):.1f}%)"
+    line = (f"cause right: {right}/{len(positives)} ({100 * right / max(len(positives), 1):.1f}%)"
             f"  false alarms on none: {alarms}/{len(negatives)}"
             f"  all cases right: {sum(r.right for r in results)}/{len(results)}"
             f"  labelled params right: {params_ok}/{len(with_params)}")
+    roots = [r.root for r in results if r.root is not None and not r.healthy and r.root[0]]
+    if roots:
+        line += f"  root right: {sum(a == b for a, b in roots)}/{len(roots)}"
+    types = [r.exc_type for r in results if r.exc_type is not None]
+    if types:
+        line += f"  first exception type right: {sum(same_type(*t) for t in types)}/{len(types)}"
+    healthy = [r for r in results if r.healthy]
+    if healthy:
+        rooted = sum(r.root is not None and r.root[1] is not None for r in healthy)
+        line += f"  healthy given a root: {rooted}/{len(healthy)}"
+    return line
+
+
+def same_type(labelled: str, got: str | None) -> bool:
+    """The same exception type, qualified or not (torch.OutOfMemoryError = OutOfMemoryError)."""
+    return got is not None and labelled.rsplit(".", 1)[-1] == got.rsplit(".", 1)[-1]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,7 @@ from minrepro.diagnose.extract.events import (
     RunEndedExtractor,
     WorkerKilledExtractor,
 )
+from minrepro.diagnose.extract.kills import KillExtractor
 from minrepro.diagnose.extract.metrics import MetricExtractor
 from minrepro.diagnose.extract.traceback import TracebackExtractor
 from minrepro.diagnose.literals import any_of
@@ -34,6 +35,7 @@ from minrepro.model import Event, Line
 __all__ = [
     "CudaAssertExtractor",
     "EnvExtractor",
+    "KillExtractor",
     "Extractor",
     "ExtractorSet",
     "LossScaleExtractor",
@@ -50,7 +52,7 @@ __all__ = [
 
 EXTRACTOR_CLASSES = (TracebackExtractor, CudaAssertExtractor, OomExtractor, MetricExtractor,
                      LossScaleExtractor, NcclExtractor, WorkerKilledExtractor, EnvExtractor,
-                     RunEndedExtractor)
+                     RunEndedExtractor, KillExtractor)
 
 
 class Extractor(Protocol):

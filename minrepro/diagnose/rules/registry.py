@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from minrepro.diagnose.analyze.checks import CHECKS, AnalyzerCheck
+from minrepro.diagnose.roots import ROOT_RULES
 from minrepro.diagnose.rules import files as rulefiles
 from minrepro.diagnose.rules.files import BUILTIN_DIR
 from minrepro.diagnose.rules.pack import Rule, check_rule
@@ -59,7 +60,7 @@ def load_rules(extra_dirs: Iterable[str | Path] = (), *, eager: bool = False) ->
     checks them all with eager=True); a user's pack is always checked in full when loaded.
     """
     builtin = (_frozen_rules() if not eager else None) or _load_dir(BUILTIN_DIR, eager=eager)
-    rules = builtin + analyzer_rules(builtin)
+    rules = builtin + analyzer_rules(builtin) + root_rules()
     known = {rule.id: rule.source for rule in rules}
     users: dict[str, str] = {}
     for directory in extra_dirs:
@@ -81,6 +82,14 @@ def analyzer_rules(builtin: Iterable[Rule]) -> tuple[Rule, ...]:
     for rule in builtin:
         fixes.setdefault(rule.cause, rule.fix)
     return tuple(_as_rule(check, fixes.get(check.cause, "")) for check in CHECKS)
+
+
+def root_rules() -> tuple[Rule, ...]:
+    """The root rules of roots.py (no cause: where a failure outside the taxonomy came from)
+    as rules without signals, listed as root/<class>."""
+    return tuple(Rule(id=r.id, cause=r.root.value if r.root else "undecided", category="root",
+                      title=r.title, explanation=r.title + ".", fix=r.fix, signals=(),
+                      root=r.root, source="roots.py") for r in ROOT_RULES)
 
 
 def _as_rule(check: AnalyzerCheck, fix: str) -> Rule:

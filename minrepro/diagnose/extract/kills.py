@@ -1,0 +1,71 @@
+"""A process that died without a Python exception: killed by a signal, by the OOM killer, by
+the scheduler -> ProcessKilled (a failure candidate; the rules say which cause it is).
+
+Real texts:
+  torchrun:  torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9)
+             local_rank: 1 (pid: 14447) of binary: /usr/bin/python3
+             torch.distributed.elastic.multiprocessing.api:[WARNING] Sending process 3
+             closing signal SIGTERM       (the launcher stopping the others: a cascade)
+             Signal 9 (SIGKILL) received by PID 1234
+  shell:     Killed          /  bash: line 1: 123 Killed  python train.py
+             Segmentation fault (core dumped)   /  Aborted (core dumped)
+  SLURM:     slurmstepd: error: Detected 1 oom-kill event(s) in StepId=123.batch.
+             slurmstepd: error: *** JOB 123 ON node1 CANCELLED AT 2024-01-01T00:00:00 DUE TO
+             TIME LIMIT ***
+  kernel:    Out of memory: Killed process 4242 (python)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from minrepro.diagnose.literals import any_of
+from minrepro.model import Line, ProcessKilled
+
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)"), "exitcode"),
+    (re.compile(r"Signal (\d+) \((SIG\w+)\) received by PID"), "signal"),
+    (re.compile(r"(?i)oom[-_]kill event|Out of memory: Killed process|OOM Killed"), "oom"),
+    (re.compile(r"DUE TO TIME LIMIT|DUE TO PREEMPTION|DUE TO NODE FAILURE"), "scheduler"),
+    (re.compile(r"^(?:.*\d+ )?Killed(?:\s+\S.*)?$"), "killed"),
+    (re.compile(r"Segmentation fault|SIGSEGV|Bus error \(core dumped\)"), "segfault"),
+    (re.compile(r"^Aborted \(core dumped\)|^Aborted$"), "aborted"),
+)
+_CLOSING = re.compile(r"Sending process \d+ closing signal SIG(?:TERM|INT)")
+_SEEN_MAX = 256
+
+
+class KillExtractor:
+    """Processes killed by a signal, the OOM killer or the scheduler -> ProcessKilled."""
+
+    TRIGGERS = ("exitcode", "Signal ", "oom", "OOM", "Out of memory", "DUE TO", "Killed",
+                "Segmentation fault", "SIGSEGV", "Bus error", "Aborted")
+    SELECT = ("killed", "exitcode", "segmentation fault", "oom-kill", "oom_kill", "due to time")
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[str, int | None]] = set()
+
+    def feed(self, line: Line) -> Sequence[ProcessKilled]:
+        text = line.text
+        if not _may_kill(text) or _CLOSING.search(text):
+            return ()
+        for pattern, how in _PATTERNS:
+            match = pattern.search(text)
+            if match is None:
+                continue
+            rank = int(match[2]) if how == "exitcode" else line.rank
+            key = (f"{how}:{match[1] if how in ('exitcode', 'signal') else ''}", rank)
+            if key in self._seen:
+                return ()
+            if len(self._seen) < _SEEN_MAX:
+                self._seen.add(key)
+            return (ProcessKilled(line=line.line, how=how, detail=match.group(0)[:120],
+                                  rank=rank),)
+        return ()
+
+    def close(self) -> Sequence[ProcessKilled]:
+        return ()
+
+
+_may_kill = any_of(KillExtractor.TRIGGERS)

@@ -1,0 +1,199 @@
+"""The first failure of a run, across its ranks, and the cascade that followed from it.
+
+Every exception, CUDA assert, killed worker and collective timeout is a candidate. Some are
+never the first failure however early they print:
+
+* wrappers, whose original exception is printed beside them: torchrun's ChildFailedError
+  (its "Root Cause (first observed failure)" names the rank), "Caught X in DataLoader
+  worker process N" / "in replica N" (the original traceback follows);
+* cascades: what the other ranks hit once one died (the NCCL watchdog, a communicator
+  aborted, a broken pipe), an exception raised while handling another (a chained
+  traceback: the first printed is the original), an "Exception ignored in" teardown, a worker
+  aborted with its parent;
+* interrupts (KeyboardInterrupt, SystemExit without an argparse error): no failure at all.
+
+Of the rest, the earliest wins: by timestamp where both lines carry one, else by line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from minrepro.model import (
+    CudaAssert,
+    Failure,
+    FailureKind,
+    NcclTimeout,
+    ProcessKilled,
+    Traceback,
+    WorkerKilled,
+)
+
+MAX_CANDIDATES = 24
+_DATED = 1e9  # timestamps with a year are above this, glog's (month, day, time) below
+MAX_CASCADE = 8
+_WRAPPED = re.compile(r"Caught \w+ in (?:DataLoader worker process|replica) \d+")
+_CASCADE_TEXT = re.compile(
+    r"Watchdog caught collective|NCCL communicator was aborted|Some NCCL operations have "
+    r"failed|ProcessGroupNCCL|DistBackendError|Connection reset by peer|Broken pipe|"
+    r"recvValue failed|Socket Timeout|Connection closed by peer|detected a failure on "
+    r"another rank|other ranks? (?:failed|exited)|terminate called", re.IGNORECASE)
+_LAUNCHER = ("ChildFailedError", "ProcessRaisedException", "ProcessExitedException")
+_INTERRUPTS = ("KeyboardInterrupt",)
+_ARGPARSE = re.compile(r"unrecognized arguments|arguments are required|invalid choice")
+_ROOT_RANK = re.compile(r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(\d+)",
+                        re.DOTALL)
+_ISO_TIME = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
+_GLOG_TIME = re.compile(r"\b[IWEF](\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})")
+
+
+@dataclass
+class _Candidate:
+    failure: Failure
+    role: str  # "failure" | "wrapper" | "cascade"
+
+
+class FailureLog:
+    """Collects the failure candidates of one log in bounded memory; `resolve` picks."""
+
+    def __init__(self) -> None:
+        self.candidates: list[_Candidate] = []
+        self.root_rank: int | None = None  # the rank torchrun says failed first
+        self._chained: dict[int | None, bool] = {}  # rank -> the last traceback chains on
+
+    def add_traceback(self, tb: Traceback, failure: Failure, before: str) -> None:
+        short = tb.short_type
+        text = tb.message
+        if short in _INTERRUPTS or (short == "SystemExit" and not _ARGPARSE.search(text)):
+            self._chained[tb.rank] = False
+            return
+        if short in _LAUNCHER:
+            found = _ROOT_RANK.search(text)
+            if found:
+                self.root_rank = int(found[1])
+            role = "wrapper"
+        elif _WRAPPED.search(text.splitlines()[0] if text else ""):
+            role = "wrapper"  # its original traceback is printed next
+        elif (self._chained.get(tb.rank) or "Exception ignored in" in before
+              or _CASCADE_TEXT.search(text)):
+            role = "cascade"
+        else:
+            role = "failure"
+        self._chained[tb.rank] = tb.chained is not None
+        if role == "failure" and "device-side assert" in text:
+            if self._merge_into_assert(failure):
+                return
+        self._add(failure, role)
+
+    def add_event(self, event: CudaAssert | WorkerKilled | NcclTimeout | ProcessKilled,
+                  text: str) -> None:
+        stamp = timestamp(text)
+        if isinstance(event, ProcessKilled):
+            failure = Failure("", f"process killed: {event.detail}", event.line, event.line,
+                              event.rank, text=text, kind=FailureKind.KILLED, timestamp=stamp)
+            self._add(failure, _kill_role(event))
+            return
+        if isinstance(event, CudaAssert):
+            where = event.kernel or event.file
+            failure = Failure("", f"Assertion `{event.condition}` failed in {where}",
+                              event.line, event.line, event.rank, text=text,
+                              kind=FailureKind.CUDA_ASSERT, timestamp=stamp)
+            self._add(failure, "failure")
+        elif isinstance(event, WorkerKilled):
+            failure = Failure("", f"DataLoader worker killed: {event.signal}", event.line,
+                              event.line, event.rank, text=text,
+                              kind=FailureKind.WORKER_KILLED, timestamp=stamp)
+            self._add(failure, "cascade" if event.signal == "Aborted" else "failure")
+        else:
+            op = f" in {event.op.lower()}" if event.op else ""
+            failure = Failure("", f"collective timed out{op}", event.line, event.line,
+                              event.rank, text=text, kind=FailureKind.NCCL_TIMEOUT,
+                              timestamp=stamp)
+            self._add(failure, "cascade")
+
+    def _add(self, failure: Failure, role: str) -> None:
+        if len(self.candidates) >= MAX_CANDIDATES:
+            if role != "failure":
+                return  # the first ones (the original failure) and real failures matter
+            del self.candidates[MAX_CANDIDATES // 2]
+        self.candidates.append(_Candidate(failure, role))
+
+    def _merge_into_assert(self, failure: Failure) -> bool:
+        """`RuntimeError: CUDA error: device-side assert triggered` after its assert lines:
+        one failure, starting at the assert, with the exception's type and traceback."""
+        for index in range(len(self.candidates) - 1, -1, -1):
+            found = self.candidates[index].failure
+            if found.kind is FailureKind.CUDA_ASSERT and found.rank == failure.rank:
+                self.candidates[index] = _Candidate(replace(
+                    failure, first_line=found.first_line, timestamp=found.timestamp,
+                    message=f"{failure.message} ({found.message})"[:300]), "failure")
+                return True
+        return False
+
+    def resolve(self, went_on_until: int = 0) -> tuple[Failure | None, tuple[Failure, ...], bool]:
+        """(the first failure, what followed from it, whether it is a failure of its own
+        rather than only a cascade or a wrapper: nothing better was found).
+
+        `went_on_until`: the line of the last training record. An error the run went on
+        training after (a batch-size finder's OOM, a caught exception) is no failure."""
+        self.candidates = [c for c in self.candidates if c.failure.line >= went_on_until]
+        failures = [c.failure for c in self.candidates if c.role == "failure"]
+        # A traceback cut before its exception line (ranks printing over each other) is a
+        # failure only when nothing whole is found.
+        whole = [f for f in failures if f.exc_type or f.kind is not FailureKind.EXCEPTION]
+        failures = whole + [f for f in failures if f not in whole] if whole else failures
+        others = [c.failure for c in self.candidates if c.role != "failure"]
+        if self.root_rank is not None and any(f.rank == self.root_rank for f in failures):
+            failures = [f for f in failures if f.rank == self.root_rank] + \
+                [f for f in failures if f.rank != self.root_rank]
+            first = failures[0]
+        elif whole:
+            first = min(whole, key=_order_key(whole))
+        elif failures:
+            first = min(failures, key=_order_key(failures))
+        else:
+            cascades = [c.failure for c in self.candidates if c.role == "cascade"]
+            wrappers = [c.failure for c in self.candidates if c.role == "wrapper"]
+            pool = cascades or wrappers
+            if not pool:
+                return None, (), False
+            first = min(pool, key=_order_key(pool))
+        rest = [f for f in failures + others if f is not first]
+        rest.sort(key=lambda f: f.first_line)
+        return first, tuple(rest[:MAX_CASCADE]), bool(failures)
+
+
+def _kill_role(event: ProcessKilled) -> str:
+    """A launcher's "failed (exitcode: 1)" reports an exception printed elsewhere (a
+    wrapper); SIGTERM / SIGINT and an abort are the others being stopped (a cascade)."""
+    code = re.search(r"exitcode: (-?\d+)", event.detail)
+    if code and int(code[1]) >= 0:
+        return "wrapper"
+    if event.how == "aborted" or re.search(r"SIGTERM|SIGINT|Signal (?:15|2) ", event.detail):
+        return "cascade"
+    return "failure"
+
+
+def _order_key(failures: list[Failure]):  # noqa: ANN202 - a sort key
+    """By timestamp when every candidate has one, else by where it starts in the log."""
+    stamps = [f.timestamp for f in failures]
+    if all(t is not None for t in stamps) and len({t > _DATED for t in stamps}) == 1:  # type: ignore[operator]
+        return lambda f: (f.timestamp, f.first_line)
+    return lambda f: f.first_line
+
+
+def timestamp(text: str) -> float | None:
+    """Seconds of the date-time a log line starts with (ISO or glog), for ordering only."""
+    found = _ISO_TIME.search(text[:80])
+    if found:
+        year, month, day, hour, minute, second = (int(g) for g in found.groups()[:6])
+        fraction = float("0." + found[7]) if found[7] else 0.0
+        return ((((year * 12 + month) * 31 + day) * 24 + hour) * 60 + minute) * 60 + second \
+            + fraction
+    found = _GLOG_TIME.search(text[:80])
+    if found:
+        month, day, hour, minute, second = (int(g) for g in found.groups()[:5])
+        return (((month * 31 + day) * 24 + hour) * 60 + minute) * 60 + second + \
+            float("0." + found[6])
+    return None

@@ -1,0 +1,177 @@
+"""Every crash gets an answer: the first failure across ranks, its cascade, its root class."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from minrepro.diagnose.failures import timestamp
+from minrepro.diagnose.pipeline import diagnose_lines
+from minrepro.diagnose.reader import split_rank
+from minrepro.diagnose.roots import ROOT_RULES
+from minrepro.diagnose.rules.pack import ID
+from minrepro.model import Line
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+
+
+def diagnose(text: str):
+    lines = []
+    for number, row in enumerate(text.splitlines(), 1):
+        rank, rest = split_rank(row)
+        lines.append(Line(line=number, text=rest, rank=rank))
+    return diagnose_lines(lines)
+
+
+def traceback(exc: str, *frames: str) -> str:
+    body = "".join(f'  File "{f}", line 10, in run\n    x = f()\n' for f in frames)
+    return f"Traceback (most recent call last):\n{body}{exc}\n"
+
+
+def test_the_torchrun_cascade_names_rank_2_and_its_root() -> None:
+    diagnosis = diagnose((SAMPLES / "root_data__torchrun_worker_image_cascade.log").read_text())
+    failure = diagnosis.failure
+    assert failure is not None and failure.rank == 2
+    assert failure.exc_type == "PIL.UnidentifiedImageError"
+    assert "cannot identify image file" in failure.message
+    assert failure.user_frame is not None and failure.user_frame.function == "__getitem__"
+    assert failure.library_frame is not None and failure.library_frame.package == "PIL"
+    assert diagnosis.root is not None and diagnosis.root.value == "data"
+    assert diagnosis.cause != "nccl_timeout"  # the watchdogs are its cascade
+    assert {f.rank for f in diagnosis.cascade if f.kind.value == "nccl_timeout"} == {0, 1, 3}
+
+
+def test_a_config_keyerror_after_a_driver_warning_is_the_keyerror() -> None:
+    diagnosis = diagnose((SAMPLES / "root_config__keyerror_after_driver_warning.log").read_text())
+    assert diagnosis.cause is None and diagnosis.root is not None
+    assert (diagnosis.root.value, diagnosis.failure.exc_type) == ("config", "KeyError")
+
+
+def test_the_first_exception_of_a_chain_is_the_failure() -> None:
+    log = (traceback("ValueError: bad shard index 7", "/srv/app/data.py") +
+           "\nDuring handling of the above exception, another exception occurred:\n\n" +
+           traceback("RuntimeError: loader failed", "/srv/app/train.py"))
+    assert diagnose(log).failure.exc_type == "ValueError"
+
+
+def test_an_exception_ignored_at_teardown_is_a_cascade() -> None:
+    log = (traceback("KeyError: 'label'", "/srv/app/train.py") +
+           "Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f>\n" +
+           traceback("RuntimeError: DataLoader worker (pid 9) is killed by signal: Aborted.",
+                     "/env/site-packages/torch/utils/data/dataloader.py"))
+    assert diagnose(log).failure.exc_type == "KeyError"
+
+
+def test_the_launchers_root_cause_rank_wins_over_an_earlier_line() -> None:
+    log = ("[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation "
+           "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600006 ms\n"
+           "[rank0]: Traceback (most recent call last):\n"
+           '[rank0]:   File "/srv/app/train.py", line 5, in <module>\n'
+           "[rank0]: AssertionError: empty batch\n"
+           "[rank3]: Traceback (most recent call last):\n"
+           '[rank3]:   File "/srv/app/train.py", line 9, in <module>\n'
+           "[rank3]: FileNotFoundError: [Errno 2] No such file or directory: '/data/x.bin'\n"
+           "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+           "Root Cause (first observed failure):\n[0]:\n  rank      : 3 (local_rank: 3)\n"
+           "  exitcode  : 1 (pid: 77)\n")
+    diagnosis = diagnose(log)
+    assert (diagnosis.failure.rank, diagnosis.failure.exc_type) == (3, "FileNotFoundError")
+    assert diagnosis.root.value == "config"
+
+
+def test_timestamps_order_ranks_that_print_out_of_order() -> None:
+    log = ("[2024-01-01 10:00:05,000] [rank1]: RuntimeError: CUDA error: an illegal memory "
+           "access was encountered\n"
+           "[2024-01-01 10:00:01,000] [rank0]: ValueError: bad value for --lr\n")
+    assert diagnose(log).failure.exc_type == "ValueError"
+    assert timestamp("[E328 16:29:29.896442419 ProcessGroupNCCL.cpp:683]") is not None
+
+
+def test_a_process_killed_without_an_exception_is_the_failure() -> None:
+    log = ("step 10 loss 2.1\nstep 20 loss 2.0\n"
+           "torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) "
+           "local_rank: 0 (pid: 14447) of binary: /usr/bin/python3\n")
+    diagnosis = diagnose(log)
+    assert diagnosis.failure is not None and diagnosis.failure.kind.value == "killed"
+    assert diagnosis.root.value == "config"
+
+
+def test_a_launchers_exit_code_1_is_no_failure_of_its_own() -> None:
+    log = (traceback("ZeroDivisionError: division by zero", "/srv/app/train.py") +
+           "torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) "
+           "local_rank: 0 (pid: 1) of binary: /usr/bin/python3\n")
+    assert diagnose(log).failure.exc_type == "ZeroDivisionError"
+
+
+def test_an_error_the_run_went_on_after_is_no_failure() -> None:
+    log = (traceback("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                     "/env/site-packages/lightning/tuner.py") +
+           "".join(f"epoch {e} loss {2.0 - e / 10:.2f}\n" for e in range(6)))
+    diagnosis = diagnose(log)
+    assert diagnosis.failure is None and not diagnosis.answered
+
+
+def test_a_user_interrupt_gets_no_answer() -> None:
+    diagnosis = diagnose("step 1 loss 2.0\n" + traceback("KeyboardInterrupt", "train.py"))
+    assert not diagnosis.answered and diagnosis.failure is None
+
+
+def test_a_healthy_run_gets_no_root() -> None:
+    diagnosis = diagnose((SAMPLES / "none__healthy_hf_trainer.log").read_text())
+    assert diagnosis.root is None and diagnosis.failure is None
+
+
+@pytest.mark.parametrize(("exc", "frame", "root"), [
+    ("ModuleNotFoundError: No module named 'flash_attn'", "train.py", "environment"),
+    ("ImportError: cannot import name 'Foo' from 'transformers'", "train.py", "environment"),
+    ("AttributeError: module 'torch.distributed' has no attribute 'init_process_group'",
+     "train.py", "environment"),
+    ("TypeError: __init__() got an unexpected keyword argument 'evaluation_strategy'",
+     "/env/site-packages/transformers/training_args.py", "environment"),
+    ("FileNotFoundError: [Errno 2] No such file or directory: 'data/train.csv'", "train.py",
+     "config"),
+    ("omegaconf.errors.ConfigAttributeError: Key 'I' is not in struct", "train.py", "config"),
+    ("PIL.UnidentifiedImageError: cannot identify image file 'x.jpg'", "data.py", "data"),
+    ("RuntimeError: !t.is_cuda() INTERNAL ASSERT FAILED at \"x.cpp\":1, please report a bug "
+     "to PyTorch.", "train.py", "framework"),
+    ("RuntimeError: CUDA error: unspecified launch failure; GPU has fallen off the bus",
+     "train.py", "hardware"),
+    ("AttributeError: 'Trainer' object has no attribute 'fitt'", "/srv/app/train.py", "code"),
+    ("AttributeError: 'list' object has no attribute 'log_softmax'",
+     "/env/site-packages/torch/nn/functional.py", "code"),
+    ("OSError: [Errno 28] No space left on device", "train.py", "environment"),
+])
+def test_root_classes_of_failures_outside_the_taxonomy(exc: str, frame: str, root: str) -> None:
+    diagnosis = diagnose(traceback(exc, "/srv/app/train.py", frame))
+    assert diagnosis.root is not None and diagnosis.root.value == root, diagnosis.rule_id
+
+
+def test_where_the_evidence_does_not_decide_the_root_is_null() -> None:
+    diagnosis = diagnose(traceback("TypeError: 'NoneType' object is not subscriptable",
+                                   "/srv/app/train.py"))
+    assert diagnosis.root is None and diagnosis.failure.exc_type == "TypeError"
+
+
+def test_root_rules_have_stable_unique_ids() -> None:
+    ids = [rule.id for rule in ROOT_RULES]
+    assert len(ids) == len(set(ids)) and all(ID.fullmatch(i) for i in ids)
+
+
+def test_json_contract_and_exit_status_of_a_root_only_answer() -> None:
+    log = SAMPLES / "root_data__corrupt_jsonl.log"
+    done = subprocess.run([sys.executable, "-m", "minrepro", "diagnose", str(log), "--json"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0
+    found = json.loads(done.stdout)
+    assert found["cause"] is None and found["root"] == "data"
+    assert found["failure"]["exc_type"] == "json.decoder.JSONDecodeError"
+    assert found["failure"]["frame"]["package"] is None  # the user's own loader.py
+    assert found["failure"]["library_frame"]["package"] == "stdlib"
+    assert isinstance(found["cascade"], list)
+    text = subprocess.run([sys.executable, "-m", "minrepro", "diagnose", str(log)],
+                          capture_output=True, text=True, check=False).stdout
+    assert text.startswith("failed first: json.decoder.JSONDecodeError at loader.py:31")
