@@ -6,25 +6,37 @@ from minrepro.model import RootClass
 
 TAXONOMY: dict[str, tuple[str, ...]] = {
     "memory": ("undetached_loss_list", "cuda_oom", "allocator_fragmentation",
-               "host_oom_dataloader"),
+               "host_oom_dataloader", "host_oom"),
     "convergence": ("position_overflow", "single_class_labels", "softmax_overflow",
-                    "lr_divergence", "loss_stagnation"),
+                    "lr_divergence", "loss_stagnation", "nan_in_data"),
     "speed": ("dataloader_bottleneck", "nccl_timeout"),
     "precision": ("fp16_overflow", "dtype_mismatch", "overfitting"),
-    "environment": ("device_mismatch", "cuda_env_mismatch"),
+    "environment": ("device_mismatch", "cuda_env_mismatch", "version_incompatibility",
+                    "missing_dependency"),
+    "program": ("label_out_of_range", "inplace_autograd", "backward_twice", "no_grad_fn",
+                "shape_mismatch", "state_dict_mismatch", "dataloader_worker_error"),
+    "distributed": ("ddp_unused_parameters", "distributed_port_in_use"),
+    "hardware": ("hardware_fault",),
 }
+
+_C, _D, _K = RootClass.CONFIG, RootClass.DATA, RootClass.CODE
+_E, _H = RootClass.ENVIRONMENT, RootClass.HARDWARE
 
 #: The usual root class of each cause (the evidence may name another: a cuda_oom caused by
 #: another process holding the card is `environment`).
 ROOT_OF: dict[str, RootClass] = {
-    "undetached_loss_list": RootClass.CODE, "cuda_oom": RootClass.CONFIG,
-    "allocator_fragmentation": RootClass.CONFIG, "host_oom_dataloader": RootClass.CONFIG,
-    "position_overflow": RootClass.CONFIG, "single_class_labels": RootClass.DATA,
-    "softmax_overflow": RootClass.CODE, "lr_divergence": RootClass.CONFIG,
-    "loss_stagnation": RootClass.CONFIG, "dataloader_bottleneck": RootClass.CONFIG,
-    "nccl_timeout": RootClass.CONFIG, "fp16_overflow": RootClass.CONFIG,
-    "dtype_mismatch": RootClass.CODE, "overfitting": RootClass.CONFIG,
-    "device_mismatch": RootClass.CODE, "cuda_env_mismatch": RootClass.ENVIRONMENT,
+    "undetached_loss_list": _K, "cuda_oom": _C, "allocator_fragmentation": _C,
+    "host_oom_dataloader": _C, "host_oom": _C,
+    "position_overflow": _C, "single_class_labels": _D, "softmax_overflow": _K,
+    "lr_divergence": _C, "loss_stagnation": _C, "nan_in_data": _D,
+    "dataloader_bottleneck": _C, "nccl_timeout": _C,
+    "fp16_overflow": _C, "dtype_mismatch": _K, "overfitting": _C,
+    "device_mismatch": _K, "cuda_env_mismatch": _E, "version_incompatibility": _E,
+    "missing_dependency": _E,
+    "label_out_of_range": _D, "inplace_autograd": _K, "backward_twice": _K, "no_grad_fn": _K,
+    "shape_mismatch": _C, "state_dict_mismatch": _C, "dataloader_worker_error": _D,
+    "ddp_unused_parameters": _K, "distributed_port_in_use": _C,
+    "hardware_fault": _H,
 }
 
 CATEGORY_OF: dict[str, str] = {

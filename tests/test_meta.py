@@ -9,7 +9,7 @@ import yaml
 
 from minrepro.diagnose.rules.registry import load_rules
 from minrepro.repro.render import has_template, load_spec, template_dir
-from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF, TAXONOMY
+from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF, ROOT_OF, TAXONOMY
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = yaml.safe_load((ROOT / "samples" / "labels.yaml").read_text(encoding="utf-8"))
@@ -22,7 +22,9 @@ def test_taxonomy_matches_design_md() -> None:
         pytest.skip("no ../shared/DESIGN.md beside this checkout")
     text = design.read_text(encoding="utf-8")
     for category, causes in TAXONOMY.items():
-        assert f"| {category} | {', '.join(causes)} |" in text
+        row = ", ".join(f"{cause} [{ROOT_OF[cause].value}]" for cause in causes)
+        assert f"| {category} | {row} |" in text
+    assert set(ROOT_OF) == set(ALL_CAUSES)
 
 
 @pytest.mark.parametrize("cause", ALL_CAUSES)
