@@ -98,9 +98,9 @@ def main() -> int:
     if not shutil.which("grep"):
         print("bench: grep not found", file=sys.stderr)
         return 2
-    from minrepro.diagnose.scan import hyperscan_module
+    from minrepro.diagnose.engines import best_engine
 
-    engine = "hyperscan" if hyperscan_module() else "re"
+    engine = best_engine()
     print(f"machine: {machine()}; scan engine: {engine}")
     print(f"{'size':>9} {'minrepro s':>10} {'MiB/s':>7} {'grep s':>7} {'x grep':>7}"
           f" {'peak RSS':>9}  diagnosis")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from minrepro.diagnose.engines import ENGINES, available, best_engine, build
 from minrepro.diagnose.extract import selection_words
 from minrepro.diagnose.pipeline import diagnose_log, make_selector, trigger_words
 from minrepro.diagnose.reader import LogReader
@@ -80,14 +81,29 @@ def test_small_log_reads_every_line(tmp_path: Path) -> None:
     assert len(list(LogReader(path, selector=make_selector(load_rules())))) == 1000
 
 
-def test_pure_python_and_hyperscan_agree(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", [e for e in ENGINES if e != "re" and available(e)])
+def test_every_engine_picks_the_lines_of_the_standard_library_one(tmp_path: Path,
+                                                                  engine: str) -> None:
     path = big_log(tmp_path / "big.log", OOM)
     select, whole = selection_words()
     words = trigger_words(load_rules()) + list(select)
     a = [ln.line for ln in LogReader(path, selector=LineSelector(
-        words, whole_words=whole, use_hyperscan=False))]
-    b = [ln.line for ln in LogReader(path, selector=LineSelector(words, whole_words=whole))]
+        words, whole_words=whole, engine="re"))]
+    b = [ln.line for ln in LogReader(path, selector=LineSelector(
+        words, whole_words=whole, engine=engine))]
     assert a == b
+
+
+@pytest.mark.parametrize("engine", [e for e in ENGINES if available(e)])
+def test_whole_words_are_whole_in_every_engine(engine: str) -> None:
+    found = build(engine, ("out of memory",), ("nan", "inf")).hits(
+        b"finance info\nloss nan\nOut Of Memory\ninf\n")
+    assert len(found) == 3  # not "finance", not "info"
+
+
+def test_the_default_install_has_an_accelerator() -> None:
+    """pyproject's default dependencies bring hyperscan or ahocorasick-rs on every platform."""
+    assert best_engine() != "re"
 
 
 def test_a_line_rewritten_a_million_times_is_thinned(tmp_path: Path) -> None:
@@ -110,7 +126,7 @@ def test_a_sampled_progress_bar_gives_its_last_update_only() -> None:
     """Past the head, a block of progress bars (no trigger) yields samples: one point each."""
     bar = "".join(f"\r{p}%|##| {p}/100 [00:01<00:09, loss={2.0 - p / 100:.2f}]" for p in range(5))
     block = ((bar + "\r\n") * 20_000).encode()
-    selector = LineSelector(["out of memory"], use_hyperscan=False)
+    selector = LineSelector(["out of memory"], engine="re")
     selector.offset = HEAD_BYTES  # this block comes after the head
     picked = [block[s:e] for s, e in selector.pick(block, total=100 * len(block), final=False)]
     assert 32 <= len(picked) <= 2 * SAMPLES_PER_BLOCK

@@ -155,10 +155,12 @@ class LogReader:
         pending = b""
         skipping = False  # inside an over-long record whose head was already emitted
         for chunk in chunks:
-            pending += chunk
-            cut = pending.rfind(b"\n")
-            if cut >= 0:
-                block, pending = pending[:cut], pending[cut + 1:]
+            cut = chunk.rfind(b"\n")  # `pending` holds no newline: only the chunk can
+            if cut < 0:
+                pending += chunk
+            else:  # one copy of the block, not three (4 MiB blocks, 256 to a GiB)
+                block = pending + chunk[:cut] if pending else chunk[:cut]
+                pending = chunk[cut + 1:]
                 if held is not None:
                     number = yield from self._block(held, number, final=False)
                     held = None

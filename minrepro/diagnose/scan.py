@@ -2,7 +2,7 @@
 
 A per-line Python loop costs ~1 us a line before any regex runs; a week-long run's log has
 hundreds of millions of lines. So the reader hands whole blocks of lines to a `LineSelector`,
-which finds trigger words in the block at C speed (hyperscan where installed, else one
+which finds trigger words in the block at C speed (`engines`: hyperscan, Aho-Corasick, or one
 trie-shaped `re` pattern over the lower-cased bytes) and picks:
 
 * every line of the first HEAD_BYTES and the last TAIL_BYTES (start-up facts, the failure),
@@ -17,18 +17,15 @@ Small logs (under HEAD_BYTES + TAIL_BYTES) are read line by line in full.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
-from functools import cache
-from types import ModuleType
 
-from minrepro.diagnose.literals import trie_pattern
+from minrepro.diagnose import engines
 
-HEAD_BYTES = 512 * 1024
-TAIL_BYTES = 256 * 1024
+HEAD_BYTES = 256 * 1024
+TAIL_BYTES = 128 * 1024
 CONTEXT_BEFORE = 3
 CONTEXT_AFTER = 12
-SAMPLES_PER_BLOCK = 64
+SAMPLES_PER_BLOCK = 48
 MAX_HITS_PER_TRIGGER = 128  # occurrences of one trigger looked at per block (floods)
 KEEP_UPDATES = 16  # '\r' updates kept at each end of a line rewritten thousands of times
 MANY_UPDATES = 512  # a line with more '\r' updates than this is thinned like a block
@@ -37,17 +34,14 @@ class LineSelector:
     """Decides which lines of a block reach the per-line stages."""
 
     def __init__(self, triggers: Iterable[str], *, whole_words: Iterable[str] = (),
-                 use_hyperscan: bool = True) -> None:
+                 engine: str = "auto") -> None:
         """`triggers`: words whose lines are kept (any case); `whole_words`: the same, as
-        whole words only ("nan", not "finance")."""
+        whole words only ("nan", not "finance"); `engine`: one of `engines.ENGINES`, or
+        "auto" for the fastest installed."""
         self.triggers = tuple(sorted({t.lower() for t in triggers if t}))
-        words = sorted({w.lower() for w in whole_words if w}) or ["(?!)"]
-        self._words = r"\b(?:" + "|".join(re.escape(w) if w != "(?!)" else w
-                                           for w in words) + r")\b"
-        # Both engines are built on the first big block: small logs never need them.
-        self._pattern: re.Pattern[bytes] | None = None
-        self._use_hyperscan = use_hyperscan
-        self._hs = None
+        self.words = tuple(sorted({w.lower() for w in whole_words if w}))
+        self._engine_name = engine
+        self._engine: engines.Engine | None = None  # built on the first big block
         self.offset = 0  # bytes of the input seen before the current block
 
     def pick(self, block: bytes, total: int | None, final: bool) -> Iterator[tuple[int, int]]:
@@ -66,20 +60,11 @@ class LineSelector:
             hits.setdefault(sample, False)  # a sample is one line, without context
         yield from _spans(block, sorted(hits.items()), full_until, full_from)
 
-    def _hits(self, block: bytes) -> list[tuple[int, object]]:
+    def _hits(self, block: bytes) -> engines.Hits:
         """(offset, which trigger) of every trigger occurrence in the block."""
-        if self._use_hyperscan and self._hs is None:
-            self._hs = _hyperscan_db(self.triggers, self._words)
-            self._use_hyperscan = self._hs is not None
-        if self._hs is not None:
-            found: list[tuple[int, object]] = []
-            self._hs.scan(block, match_event_handler=lambda pid, _f, end, _fl, _c:
-                          found.append((end, pid)))
-            return found
-        if self._pattern is None:
-            self._pattern = re.compile(f"{trie_pattern(self.triggers)}|{self._words}".encode())
-        return [(m.start(), m.group()) for m in self._pattern.finditer(block.lower())]
-
+        if self._engine is None:
+            self._engine = engines.build(self._engine_name, self.triggers, self.words)
+        return self._engine.hits(block)
 
     def pick_updates(self, raw: bytes) -> list[bytes]:
         """Of a line rewritten by '\\r' many times (a progress bar), the first and last few
@@ -124,31 +109,6 @@ def _thin(hits: list[tuple[int, object]]) -> list[int]:
 def _find_or_end(data: bytes, needle: bytes, start: int) -> int:
     found = data.find(needle, start)
     return len(data) if found < 0 else found
-
-
-@cache
-def hyperscan_module() -> ModuleType | None:
-    """The optional accelerator, imported on first need; None where its wheel is missing."""
-    try:
-        import hyperscan
-    except ImportError:  # pragma: no cover - depends on the platform's wheel
-        return None
-    return hyperscan
-
-
-def _hyperscan_db(literals: tuple[str, ...], words: str):  # noqa: ANN202 - hyperscan.Database
-    hyperscan = hyperscan_module()
-    if hyperscan is None:
-        return None
-    try:
-        database = hyperscan.Database()
-        expressions = [re.escape(w).encode() for w in literals] + [words.encode()]
-        flags = [hyperscan.HS_FLAG_CASELESS] * len(expressions)
-        database.compile(expressions=expressions, ids=list(range(len(expressions))),
-                         elements=len(expressions), flags=flags)
-        return database
-    except Exception:  # noqa: BLE001 - any hyperscan failure falls back to `re`
-        return None
 
 
 def _samples(block: bytes) -> range:

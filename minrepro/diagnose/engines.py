@@ -1,0 +1,137 @@
+"""Find trigger words in a block of log bytes at C speed: the engines behind `scan`.
+
+Three engines give the same hits (offset, which trigger), fastest first:
+
+* `hyperscan` (Intel's multi-pattern matcher; a default dependency where its wheel exists),
+* `ahocorasick` (ahocorasick-rs, a Rust Aho-Corasick automaton; the default elsewhere),
+* `re` (one trie-shaped pattern over the lower-cased bytes; the standard library only).
+
+`best_engine()` names the first one importable here (MINREPRO_ENGINE=<name> picks another,
+for the benchmark); `bench/run.py` prints it.
+Offsets may differ by engine (hyperscan reports a match's end, the others its start); the
+selector only needs a position inside the line.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from functools import cache
+from types import ModuleType
+from typing import Protocol
+
+from minrepro.diagnose.literals import trie_pattern
+
+ENGINES = ("hyperscan", "ahocorasick", "re")
+_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+Hits = list[tuple[int, object]]
+
+
+class Engine(Protocol):
+    def hits(self, block: bytes) -> Hits: ...
+
+
+@cache
+def _module(name: str) -> ModuleType | None:
+    """An optional accelerator, imported on first need; None where its wheel is missing."""
+    try:
+        return importlib.import_module({"hyperscan": "hyperscan"}.get(name, "ahocorasick_rs"))
+    except ImportError:  # pragma: no cover - depends on the platform's wheels
+        return None
+
+
+def available(name: str) -> bool:
+    return name == "re" or _module(name) is not None
+
+
+def best_engine() -> str:
+    chosen = os.environ.get("MINREPRO_ENGINE", "")
+    if chosen in ENGINES and available(chosen):
+        return chosen
+    return next(name for name in ENGINES if available(name))
+
+
+def build(name: str, literals: tuple[str, ...], words: tuple[str, ...]) -> Engine:
+    """The engine `name` ("auto": the best here) for lower-case `literals` (anywhere) and
+    `words` (whole words only); an engine that fails to build falls back to the next."""
+    name = best_engine() if name == "auto" else name
+    order = ENGINES[ENGINES.index(name):]
+    for candidate in order:
+        engine = _try_build(candidate, literals, words)
+        if engine is not None:
+            return engine
+    raise AssertionError("the re engine always builds")  # pragma: no cover
+
+
+def _try_build(name: str, literals: tuple[str, ...], words: tuple[str, ...]) -> Engine | None:
+    if not available(name):
+        return None
+    try:
+        if name == "hyperscan":
+            return _Hyperscan(literals, words)
+        if name == "ahocorasick":
+            return _AhoCorasick(literals, words)
+    except Exception:  # noqa: BLE001 - any accelerator failure falls back to the next engine
+        return None
+    return _Regex(literals, words)
+
+
+def _words_pattern(words: tuple[str, ...]) -> str:
+    return r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\b" if words else "(?!)"
+
+
+class _Hyperscan:
+    def __init__(self, literals: tuple[str, ...], words: tuple[str, ...]) -> None:
+        hyperscan = _module("hyperscan")
+        assert hyperscan is not None
+        expressions = [re.escape(w).encode() for w in literals]
+        if words:
+            expressions.append(_words_pattern(words).encode())
+        self._db = hyperscan.Database()
+        self._db.compile(expressions=expressions, ids=list(range(len(expressions))),
+                         elements=len(expressions),
+                         flags=[hyperscan.HS_FLAG_CASELESS] * len(expressions))
+
+    def hits(self, block: bytes) -> Hits:
+        found: Hits = []
+        self._db.scan(block, match_event_handler=lambda pid, _f, end, _fl, _c:
+                      found.append((end, pid)))
+        return found
+
+
+class _AhoCorasick:
+    """Literals and whole words in one automaton over the lower-cased block. A whole word is
+    a pattern per non-word byte after it ("nan " "nan," ...), so "info" never matches "inf"
+    and the rare real hits alone get their byte before checked (as `\\b` says)."""
+
+    def __init__(self, literals: tuple[str, ...], words: tuple[str, ...]) -> None:
+        module = _module("ahocorasick")
+        assert module is not None
+        patterns = [p.encode() for p in dict.fromkeys(literals)]
+        self._first_word = len(patterns)
+        after = [bytes([b]) for b in range(128) if b not in _WORD_BYTES]  # ASCII: a DFA
+        self._endings = len(after)
+        patterns += [w.encode() + end for w in words if w not in literals for end in after]
+        self._automaton = module.BytesAhoCorasick(
+            patterns, matchkind=module.MATCHKIND_LEFTMOST_LONGEST,
+            implementation=module.Implementation.DFA)
+
+    def hits(self, block: bytes) -> Hits:
+        lower = block.lower() + b"\n"  # a word at the very end is followed by a line end
+        found: Hits = []
+        for pid, start, _end in self._automaton.find_matches_as_indexes(lower):
+            if pid < self._first_word:
+                found.append((start, pid))
+            elif start == 0 or lower[start - 1] not in _WORD_BYTES:
+                found.append((start, self._first_word + (pid - self._first_word) // self._endings))
+        return found
+
+
+class _Regex:
+    def __init__(self, literals: tuple[str, ...], words: tuple[str, ...]) -> None:
+        self._pattern = re.compile(f"{trie_pattern(literals)}|{_words_pattern(words)}".encode())
+
+    def hits(self, block: bytes) -> Hits:
+        return [(m.start(), m.group()) for m in self._pattern.finditer(block.lower())]
