@@ -34,10 +34,24 @@ app = typer.Typer(
     help="Diagnose a failed PyTorch training log and write a minimal repro script.",
 )
 
-LogArg = Annotated[str, typer.Argument(help="The training log: a file, a .gz file, or - for stdin.",
-                                       show_default=False)]
+LogArg = Annotated[str | None, typer.Argument(
+    metavar="LOG", show_default=False,
+    help="The training log: a file, a .gz file, or - for stdin (the default when stdin is a"
+         " pipe or a file).")]
 RulesOpt = Annotated[list[Path] | None, typer.Option(
     "--rules", help="A directory of extra YAML rule packs (repeatable).")]
+
+
+def _log_source(log: str | None) -> str:
+    """LOG as given; `-` when it is left out and stdin is not a terminal."""
+    stdin_is_tty = sys.stdin is not None and sys.stdin.isatty()
+    if log is None:
+        if sys.stdin is None or stdin_is_tty:
+            raise MinreproError("no LOG given: name a log file, or pipe one in (`- < run.log`)")
+        return "-"
+    if log == "-" and stdin_is_tty:
+        typer.echo("minrepro: reading the log from stdin (Ctrl-D ends it)", err=True)
+    return log
 
 
 def _diagnose(log: str, rules: list[Path] | None = None, *, progress: bool = False) -> Diagnosis:
@@ -56,10 +70,11 @@ def _echo_warnings(diagnosis: Diagnosis) -> None:
 
 
 @app.command()
-def diagnose(log: LogArg, json_: Annotated[bool, typer.Option(
+def diagnose(log: LogArg = None, json_: Annotated[bool, typer.Option(
         "--json", help="Print the diagnosis as one JSON object.")] = False,
              rules: RulesOpt = None) -> None:
     """Say what went wrong in LOG: cause, evidence lines, values, fix. Exit 0/1/2."""
+    log = _log_source(log)
     from minrepro.output.contract import diagnosis_to_json
     from minrepro.output.text import diagnosis_to_text
 
@@ -73,7 +88,7 @@ def diagnose(log: LogArg, json_: Annotated[bool, typer.Option(
 
 
 @app.command()
-def repro(log: LogArg,
+def repro(log: LogArg = None,
           output: Annotated[Path | None, typer.Option(
               "-o", "--output", help="Write the script here (default: stdout).")] = None,
           force: Annotated[bool, typer.Option(help="Overwrite an existing output file.")] = False,
@@ -81,6 +96,7 @@ def repro(log: LogArg,
               "--verify", help="Run the script and report whether it reproduces.")] = False,
           rules: RulesOpt = None) -> None:
     """Write a standalone repro script for the cause diagnosed in LOG."""
+    log = _log_source(log)
     from minrepro.repro.render import render_repro, write_script
 
     diagnosis = _diagnose(log, rules)
@@ -151,7 +167,7 @@ def verify(script: Annotated[Path, typer.Argument(help="A repro script written b
 
 
 @app.command()
-def report(log: LogArg,
+def report(log: LogArg = None,
            output: Annotated[Path | None, typer.Option(
                "-o", "--output", help="Write the Markdown here (default: stdout).")] = None,
            force: Annotated[bool, typer.Option(help="Overwrite an existing output file.")] = False,
@@ -161,6 +177,7 @@ def report(log: LogArg,
                help="Mask home paths, user and host names, IPs.")] = True,
            rules: RulesOpt = None) -> None:
     """A Markdown bug report: diagnosis, evidence, repro script, environment, traceback."""
+    log = _log_source(log)
     from minrepro.report.bugreport import build_report_for_log
 
     diagnosis = _diagnose(log, rules)
@@ -170,6 +187,7 @@ def report(log: LogArg,
         from minrepro.report.bugreport import write_text
 
         write_text(text, output, force=force, protect=(log,) if log != "-" else ())
+        typer.echo(f"minrepro: wrote {output}", err=True)
     else:
         typer.echo(text, nl=False)
     raise typer.Exit(ExitCode.DIAGNOSED if diagnosis.answered else ExitCode.NO_KNOWN_CAUSE)
@@ -202,6 +220,21 @@ def rules(rule_id: Annotated[str | None, typer.Argument(
     if not matches:
         raise MinreproError(f"no rule {rule_id!r}; `minrepro rules` lists them")
     typer.echo("\n".join(describe_rule(r) for r in matches), nl=False)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from minrepro import __version__
+
+        typer.echo(f"minrepro {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the version and exit.")]
+        = False) -> None:
+    """Diagnose a failed PyTorch training log and write a minimal repro script."""
 
 
 def main() -> None:

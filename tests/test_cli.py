@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -87,8 +88,40 @@ def test_bad_rule_pack_names_file_rule_and_key(tmp_path: Path) -> None:
 
 
 def test_usage_error_exits_2() -> None:
-    assert run("diagnose").returncode == 2
+    assert run("diagnose", "--no-such-flag").returncode == 2
     assert run("no-such-command").returncode == 2
+
+
+def test_log_left_out_reads_a_piped_stdin() -> None:
+    log = (ROOT / "samples" / "cuda_oom__hf_trainer_new_format.log").read_bytes()
+    result = run("diagnose", "--json", stdin=log)
+    assert result.returncode == 0 and json.loads(result.stdout)["cause"] == "cuda_oom"
+
+
+def test_log_left_out_at_a_terminal_is_a_usage_error() -> None:
+    import pty
+
+    primary, secondary = pty.openpty()
+    try:
+        result = subprocess.run([sys.executable, "-m", "minrepro", "diagnose"], stdin=secondary,
+                                capture_output=True, timeout=60, cwd=ROOT)
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    assert_one_line_error(result, 2, "no LOG given")
+
+
+def test_version() -> None:
+    from minrepro import __version__
+
+    result = run("--version")
+    assert result.returncode == 0 and result.stdout.decode() == f"minrepro {__version__}\n"
+
+
+def test_empty_log_says_so(tmp_path) -> None:  # noqa: ANN001
+    (tmp_path / "empty.log").write_text("\n  \n")
+    result = run("diagnose", str(tmp_path / "empty.log"))
+    assert result.returncode == 1 and b"the log is empty" in result.stdout + result.stderr
 
 
 def test_rules_list_and_explain() -> None:

@@ -84,12 +84,12 @@ def test_torch_with_fake_cuda_reports_build_and_devices() -> None:
     )
     torch = env_to_json(report)["torch"]
     assert torch["version"] == "2.5.1+cu124"
-    assert torch["debug_build"] == "False"
+    assert torch["debug_build"] is False  # JSON types, not the strings of the text report
     assert torch["cuda_built"] == "12.4"
-    assert torch["hip_built"] == "None"
-    assert torch["cudnn"] == "90100"
-    assert torch["cuda_available"] == "True"
-    assert torch["device_count"] == "2"
+    assert torch["hip_built"] is None
+    assert torch["cudnn"] == 90100
+    assert torch["cuda_available"] is True
+    assert torch["device_count"] == 2
     assert torch["gpu0"] == "NVIDIA H100 80GB HBM3 (compute capability 9.0)"
     assert torch["gpu1"] == "NVIDIA A100-SXM4-40GB (compute capability 8.0)"
 
@@ -216,11 +216,13 @@ def test_text_is_aligned_key_value_lines_under_headings() -> None:
         assert len(value_columns) == 1, block  # values start in one column per section
 
 
-def test_json_shape_is_sections_of_string_fields() -> None:
+def test_json_shape_is_sections_of_json_typed_fields() -> None:
     report = collect_env(run=fake_run({}), import_module=no_torch, environ={})
     data = env_to_json(report)
     assert list(data) == ["system", "torch", "nvidia", "env", "packages"]
-    assert all(isinstance(v, str) for section in data.values() for v in section.values())
+    assert all(isinstance(v, str | int | bool | type(None))
+               for section in data.values() for v in section.values())
+    assert isinstance(data["system"]["cpu_count"], int)
     assert data["system"]["minrepro"] == "0.1.0"
     assert json.loads(json.dumps(data)) == data
 

@@ -49,6 +49,7 @@ class Context:
     first_failure: Failure | None = None  # what failed first, across ranks (failures.py)
     cascade: tuple[Failure, ...] = ()  # what followed from it
     first_is_failure: bool = False  # a failure of its own, not only a cascade or a wrapper
+    empty: bool = False  # no line with anything but white space
 
 
 def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Diagnosis:
@@ -89,6 +90,8 @@ def _undiagnosed(merged: list[Finding], alternatives: tuple[Alternative, ...],
                 else "the log ends in a traceback cut off before its exception line")
     elif merged:
         seen = f"only weak signs of {merged[0].cause} (confidence {merged[0].score:.2f})"
+    elif context.empty:
+        seen = "the log is empty"
     else:
         seen = "no error or failing metric was found"
     alts = tuple(Alternative(f.cause, f.category, f.score) for f in merged[:3])

@@ -55,6 +55,7 @@ class _Collector:
         self.recent: deque[Line] = deque(maxlen=_RECENT_LINES)
         self.failure_log = FailureLog()
         self.last_metric_line = 0  # training went on until here
+        self.empty = True  # until a line holds more than white space
         self.metric_lines: deque[int] = deque(maxlen=_WENT_ON)  # the last few records' lines
         self.ended_line = 0  # where the run last said it finished
         self.lines = 0
@@ -127,6 +128,8 @@ def run_stages(lines: Iterable[Line], rules: RuleSet) -> tuple[list, _Collector,
     collector = _Collector(default_analyzers())
     line = Line(line=0, text="")
     for line in lines:
+        if collector.empty and line.text.strip():
+            collector.empty = False
         collector.recent.append(line)
         matcher.feed(line)
         for event in extractors.feed(line):
@@ -153,7 +156,8 @@ def diagnose_lines(lines: Iterable[Line], *, rules: RuleSet | None = None,
     first, cascade, genuine = collector.failure_log.resolve(went_on)
     context = Context(source=source, env=collector.env, failures=failures,
                       loss_curve=curve.loss_curve() if curve else (), warnings=tuple(notes),
-                      first_failure=first, cascade=cascade, first_is_failure=genuine)
+                      first_failure=first, cascade=cascade, first_is_failure=genuine,
+                      empty=collector.empty)
     return decide(weigh(findings, shape, failures), rules, context)
 
 

@@ -15,6 +15,7 @@ import platform
 import re
 import struct
 import subprocess
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -193,7 +194,9 @@ def _torch_section(import_module: Importer) -> EnvSection:
 def _import_torch(import_module: Importer) -> tuple[Any, str]:
     """(torch, "") or (None, why): not installed vs installed but broken (e.g. libcudart)."""
     try:
-        return import_module("torch"), ""
+        with warnings.catch_warnings():  # torch without numpy warns at import: not our news
+            warnings.filterwarnings("ignore", message=".*NumPy", category=UserWarning)
+            return import_module("torch"), ""
     except ModuleNotFoundError as exc:
         if exc.name in (None, "torch"):
             return None, NOT_INSTALLED
@@ -315,6 +318,24 @@ def format_env_text(report: EnvReport) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-def env_to_json(report: EnvReport) -> dict[str, dict[str, str]]:
-    """{section key: {field key: value}} in report order (JSON objects keep insertion order)."""
-    return {s.key: {f.key: f.value for f in s.fields} for s in report.sections}
+def env_to_json(report: EnvReport) -> dict[str, dict[str, JsonValue]]:
+    """{section key: {field key: value}} in report order (JSON objects keep insertion order);
+    probed values as JSON types ("True" -> true, "None" -> null, "2" -> 2); environment
+    variables and package versions stay the strings they are."""
+    return {s.key: {f.key: f.value if s.key in _STRING_SECTIONS else json_value(f.value)
+                    for f in s.fields} for s in report.sections}
+
+
+_STRING_SECTIONS = frozenset({"env", "packages"})
+
+
+JsonValue = str | int | bool | None
+_JSON_WORDS: dict[str, JsonValue] = {"True": True, "False": False, "None": None}
+
+
+def json_value(text: str) -> JsonValue:
+    if text in _JSON_WORDS:
+        return _JSON_WORDS[text]
+    if text.isascii() and text.isdigit() and (text == "0" or not text.startswith("0")):
+        return int(text)
+    return text
