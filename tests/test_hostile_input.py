@@ -611,7 +611,8 @@ def test_large_utf16_log_keeps_line_numbers(tmp_path: Path, clean_keys: dict) ->
 @pytest.mark.parametrize("encoding", ["gbk", "shift_jis", "latin-1"])
 def test_a_log_in_another_encoding_is_read_not_refused(tmp_path: Path, encoding: str) -> None:
     """A Windows machine set to Chinese writes its log in GBK: text, whatever UTF-8 says."""
-    words = {"gbk": "训练开始，批次大小", "shift_jis": "学習を開始します", "latin-1": "entraînement"}
+    words = {"gbk": "训练开始，批次大小", "shift_jis": "学習を開始します",
+             "latin-1": "entraînement"}
     lines = [f"2024-05-01 10:00:{i % 60:02d} {words[encoding]} epoch {i} loss {2 - i / 500:.3f}"
              for i in range(400)]
     text = "\n".join(lines) + "\n" + OOM_SAMPLE.read_text(encoding="utf-8")
