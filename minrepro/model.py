@@ -188,6 +188,16 @@ class WorkerKilled:
 
 
 @dataclass(frozen=True, slots=True)
+class UsageError:
+    """A program that refused its command line or config and exited without a traceback:
+    argparse's `train.py: error: unrecognized arguments: ...`, Hydra's `Could not override`."""
+
+    line: int
+    message: str
+    rank: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ProcessKilled:
     """A process that died without a Python exception: a signal, the OOM killer, the
     scheduler (how: exitcode | signal | oom | scheduler | killed | segfault | aborted)."""
@@ -217,7 +227,7 @@ class RunEnded:
 
 
 Event = Union[Traceback, CudaAssert, OomReport, MetricRecord, LossScaleEvent, NcclTimeout,
-              WorkerKilled, EnvFact, RunEnded, ProcessKilled]
+              WorkerKilled, EnvFact, RunEnded, ProcessKilled, UsageError]
 
 
 class FailureKind(Name):
@@ -226,6 +236,7 @@ class FailureKind(Name):
     WORKER_KILLED = "worker_killed"
     NCCL_TIMEOUT = "nccl_timeout"
     KILLED = "killed"  # a process killed without an exception (signal, OOM killer, scheduler)
+    USAGE = "usage"  # a program refused its arguments or config and exited (argparse, Hydra)
 
 
 @dataclass(frozen=True, slots=True)

@@ -144,6 +144,26 @@ def test_a_healthy_run_gets_no_root() -> None:
     ("AttributeError: 'list' object has no attribute 'log_softmax'",
      "/env/site-packages/torch/nn/functional.py", "code"),
     ("OSError: [Errno 28] No space left on device", "train.py", "environment"),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED",
+     "/env/site-packages/torch/nn/modules/conv.py", "environment"),
+    ("RuntimeError: cuda runtime error (46) : all CUDA-capable devices are busy or unavailable",
+     "train.py", "environment"),
+    ("ImportError: cannot import name 'sd3_utils' from 'library' (/srv/app/library/__init__.py)",
+     "train.py", "code"),
+    ("ImportError: cannot import name 'Foo' from 'transformers' "
+     "(/env/lib/python3.10/site-packages/transformers/__init__.py)", "train.py", "environment"),
+    ("TypeError: BertModel.forward() got an unexpected keyword argument 'lm_labels'",
+     "train.py", "environment"),
+    ("OSError: ./out/ckpt does not appear to have a file named config.json.",
+     "/env/site-packages/transformers/utils/hub.py", "config"),
+    ("ValueError: num_samples should be a positive integer value, but got num_samples=0",
+     "/env/site-packages/torch/utils/data/sampler.py", "data"),
+    ("RuntimeError: function MyFnBackward returned an incorrect number of gradients "
+     "(expected 2, got 1)", "/env/site-packages/torch/autograd/__init__.py", "code"),
+    ("RuntimeError: torch/csrc/autograd/input_buffer.cpp:14: add: Assertion `pos >= 0 && "
+     "pos < buffer.size()` failed.", "/env/site-packages/torch/autograd/__init__.py",
+     "framework"),
+    ("NameError: name 'np' is not defined", "/env/site-packages/mylib/x.py", "code"),
 ])
 def test_root_classes_of_failures_outside_the_taxonomy(exc: str, frame: str, root: str) -> None:
     diagnosis = diagnose(traceback(exc, "/srv/app/train.py", frame))
@@ -175,3 +195,40 @@ def test_json_contract_and_exit_status_of_a_root_only_answer() -> None:
     text = subprocess.run([sys.executable, "-m", "minrepro", "diagnose", str(log)],
                           capture_output=True, text=True, check=False).stdout
     assert text.startswith("failed first: json.decoder.JSONDecodeError at loader.py:31")
+
+
+@pytest.mark.parametrize(("log", "root", "kind"), [
+    ("usage: train.py [-h] [--config CONFIG]\n"
+     "train.py: error: unrecognized arguments: configs/faster_rcnn.py\n", "config", "usage"),
+    ("In 'experiment/x': Could not override 'data@experiment.data'.\nDid you mean data?\n"
+     "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n",
+     "config", "usage"),
+    ("epoch 3 loss 0.51\nsegmentation fault (core dumped)\n", "environment", "killed"),
+    ("[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3',"
+     " '-u', 'main.py'] exits with return code = -9\n", "config", "killed"),
+])
+def test_failures_without_a_traceback_get_a_root(log: str, root: str, kind: str) -> None:
+    """A program that refused its arguments, a native crash, a launcher's -9: each a failure."""
+    diagnosis = diagnose(log)
+    assert diagnosis.failure is not None and diagnosis.failure.kind.value == kind
+    assert diagnosis.root is not None and diagnosis.root.value == root
+
+
+def test_an_argparse_help_text_is_no_failure() -> None:
+    log = "usage: train.py [-h] [--lr LR]\noptions:\n  --lr LR  the learning rate\n"
+    assert diagnose(log).failure is None
+
+
+def test_a_signed_objective_never_explodes() -> None:
+    """An RL loss (GRPO, PPO) is negative and crosses zero: no ratio to its level exists."""
+    rows = [f"[step {i}] avg_loss={(-0.08 if i % 7 else 0.02) + i * 1e-4:.4f} acc=0.05"
+            for i in range(0, 300, 5)]
+    assert diagnose("\n".join(rows)).cause is None
+
+
+def test_a_worker_that_exited_with_an_error_was_not_killed_for_memory() -> None:
+    log = traceback("RuntimeError: DataLoader worker (pid 27342) exited unexpectedly with exit "
+                    "code 1. Details are lost due to multiprocessing.", "train.py",
+                    "/env/site-packages/torch/utils/data/dataloader.py")
+    log += "RuntimeError: DataLoader worker (pid(s) 27342, 27344) exited unexpectedly\n"
+    assert diagnose(log).cause != "host_oom_dataloader"

@@ -27,6 +27,7 @@ from minrepro.model import (
     NcclTimeout,
     ProcessKilled,
     Traceback,
+    UsageError,
     WorkerKilled,
 )
 
@@ -86,9 +87,14 @@ class FailureLog:
                 return
         self._add(failure, role)
 
-    def add_event(self, event: CudaAssert | WorkerKilled | NcclTimeout | ProcessKilled,
-                  text: str) -> None:
+    def add_event(self, event: CudaAssert | WorkerKilled | NcclTimeout | ProcessKilled
+                  | UsageError, text: str) -> None:
         stamp = timestamp(text)
+        if isinstance(event, UsageError):
+            failure = Failure("", event.message, event.line, event.line, event.rank, text=text,
+                              kind=FailureKind.USAGE, timestamp=stamp)
+            self._add(failure, "failure")
+            return
         if isinstance(event, ProcessKilled):
             failure = Failure("", f"process killed: {event.detail}", event.line, event.line,
                               event.rank, text=text, kind=FailureKind.KILLED, timestamp=stamp)

@@ -35,6 +35,7 @@ from minrepro.model import (
     RunEnded,
     Severity,
     Traceback,
+    UsageError,
     WorkerKilled,
 )
 
@@ -66,7 +67,8 @@ class _Collector:
             self.env.setdefault(event.key, event.value[:120])
         elif isinstance(event, Traceback):
             self._keep_traceback(event)
-        elif isinstance(event, (CudaAssert, WorkerKilled, NcclTimeout, ProcessKilled)):
+        elif isinstance(event, (CudaAssert, WorkerKilled, NcclTimeout, ProcessKilled,
+                                UsageError)):
             self.failure_log.add_event(event, line.text)
         elif isinstance(event, MetricRecord):
             self.last_metric_line = max(self.last_metric_line, event.line)

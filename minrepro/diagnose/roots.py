@@ -51,7 +51,8 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "Drain the node, check `nvidia-smi -q` / dmesg for Xid and ECC errors, rerun "
              "elsewhere.",
              message=r"(?i)\bXid\b|uncorrectable ECC|fallen off the bus|GPU is lost|"
-                     r"ECC error|NVLink error"),
+                     r"ECC error|NVLink error|NET/IB : Got async event : port error|"
+                     r"ibv_\w+ failed|Input/output error.*nvidia"),
     RootRule("MR-ROOT-002", F, "An internal assertion of PyTorch or a library failed",
              "Report it upstream with the repro; try another release of the library.",
              message=r"INTERNAL ASSERT FAILED|please report a bug to PyTorch|"
@@ -60,6 +61,12 @@ ROOT_RULES: tuple[RootRule, ...] = (
     RootRule("MR-ROOT-010", E, "A module the code imports is not installed",
              "Install the package that provides it (pip install ...), in the environment "
              "that runs the job.", types=("ModuleNotFoundError",)),
+    RootRule("MR-ROOT-019", K, "The repo's own module lacks a name it imports (an old "
+             "checkout, or a local file shadowing a package)",
+             "Update the checkout (git pull) or rename the local module that shadows the "
+             "package of the same name.", types=("ImportError",),
+             message=r"cannot import name '\w+' from '[\w.]+' \((?![^)]*(?:site-packages|"
+                     r"dist-packages|[\\/]lib[\\/]python|conda|\.venv))[^)]+\)"),
     RootRule("MR-ROOT-011", E, "An installed package lacks a name the code imports",
              "Install the version the code was written for (see the repo's requirements).",
              types=("ImportError",),
@@ -69,9 +76,15 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "installed version does not have",
              "Pin the versions the code needs (pip install 'pkg==X'); compare pip freeze "
              "with the repo's requirements.", types=("TypeError", "AttributeError"),
-             message=r"unexpected keyword argument|module '[\w.]+' has no attribute|"
+             message=r"module '[\w.]+' has no attribute|"
                      r"got multiple values for argument|takes \d+ positional arguments? but "
                      r"\d+ (?:were|was) given", raised_in=LIBRARY),
+    # Python raises a bad keyword in the caller's frame: the user's code, calling a library
+    # (`TrainingArguments.__init__() got an unexpected keyword argument 'evaluation_strategy'`)
+    RootRule("MR-ROOT-018", E, "A library call passes a keyword its installed version does "
+             "not take", "Pin the versions the code was written for (pip install 'pkg==X'), "
+             "or rename the keyword as the library's changelog says.", types=("TypeError",),
+             message=r"(?:__init__|forward|\w+)\(\) got an unexpected keyword argument"),
     RootRule("MR-ROOT-015", E, "The installed library no longer supports what the code uses",
              "Install the version the code was written for, or port the code to the new API.",
              message=r"(?i)no longer supported|has been removed|was removed in|"
@@ -88,6 +101,23 @@ ROOT_RULES: tuple[RootRule, ...] = (
              message=r"(?i)CUDA driver version is insufficient|no kernel image|"
                      r"driver on your system is too old|Found no NVIDIA driver|"
                      r"Torch not compiled with CUDA enabled|libcudart"),
+    RootRule("MR-ROOT-017", E, "A CUDA runtime or library (cuDNN, cuBLAS) call failed",
+             "Check that the torch build fits the driver and GPU (python -m "
+             "torch.utils.collect_env); try CUDNN off (torch.backends.cudnn.enabled = False) "
+             "to confirm, then reinstall a matching build.",
+             message=r"cuda runtime error \(\d+\)|CUDNN_STATUS_\w+|cuDNN error|"
+                     r"CUBLAS_STATUS_(?:NOT_INITIALIZED|EXECUTION_FAILED|INTERNAL_ERROR|"
+                     r"NOT_SUPPORTED)|CUDA-capable devices? (?:are|is/are) busy|"
+                     r"invalid device function|no CUDA GPUs are available|"
+                     r"CUDA driver initialization failed|CUDA error: (?:initialization error|"
+                     r"CUDA-capable device|operation not supported|invalid device ordinal)"),
+    RootRule("MR-ROOT-009", E, "A native library crashed the process (a segfault, an illegal "
+             "instruction): builds that do not fit each other or the machine",
+             "Reinstall torch and the packages with compiled code (torchvision, apex, "
+             "flash-attn, bitsandbytes) as builds for the same torch/CUDA; rerun under "
+             "`python -X faulthandler` to see the frame.",
+             message=r"(?i)segmentation fault|SIGSEGV|Illegal instruction|SIGILL|"
+                     r"Fatal Python error|Bus error"),
     # data: the samples
     RootRule("MR-ROOT-020", D, "A sample could not be read in a DataLoader worker",
              "Find the sample (the index or path in the message), drop or fix it; validate "
@@ -106,24 +136,48 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "token ids against the vocabulary (run once on CPU for the exact error).",
              message=r"device-side assert triggered|Assertion `.*(?:n_classes|target|"
                      r"srcIndex < srcSelectDimSize|index out of bounds)"),
+    RootRule("MR-ROOT-024", D, "The data set is empty (no samples were found or left after "
+             "filtering)", "Check the data path and the filters; print len(dataset) before "
+             "training.", message=r"num_samples should be a positive integer value, but got "
+             r"num_samples=0|(?i:dataset is empty|found 0 (?:files|images|samples)|"
+             r"no (?:images|samples|files) (?:were )?found)"),
+    RootRule("MR-ROOT-003", F, "An assertion inside PyTorch's own C++ code failed",
+             "Report it upstream with the repro; try another torch release.",
+             message=r"(?:csrc|aten|c10)[\\/]\S+\.(?:cpp|cc|h):\d+: \w+: Assertion `"),
     # config: settings, paths, the command
     RootRule("MR-ROOT-029", C, "The process was killed (host memory, the OOM killer, the "
              "scheduler)", "Give the job more host memory or load less at once (stream the "
              "data set, fewer workers, map with fewer processes); check the scheduler's limits.",
              message=r"exitcode: -9|SIGKILL|Signal 9|oom[-_]kill|OOM Killed|Out of memory: "
                      r"Killed process|process killed: (?:\d+ )?Killed|DUE TO TIME LIMIT|"
-                     r"exitcode\s*: -9"),
+                     r"exitcode\s*: -9|return code = -9"),
     RootRule("MR-ROOT-030", C, "A path in the config or command does not exist",
              "Check the data / checkpoint / output paths the job was given.",
              types=("FileNotFoundError", "NotADirectoryError", "IsADirectoryError")),
+    RootRule("MR-ROOT-035", C, "A model or file path the job was given does not exist",
+             "Check the model name or path (a local folder needs its config and weights; a hub "
+             "name needs access and the network).", types=("OSError", "EnvironmentError",
+                                                         "HFValidationError",
+                                                         "RepositoryNotFoundError",
+                                                         "EntryNotFoundError"),
+             message=r"does not appear to have a file named|Can't load|is not a local folder "
+                     r"and is not a valid model identifier|No such file or directory|"
+                     r"Repository Not Found|Incorrect path_or_model_id"),
     RootRule("MR-ROOT-031", C, "A config key is missing or wrong",
              "Check the config file against what the code reads (the key in the message).",
              types=("ConfigAttributeError", "ConfigKeyError", "MissingMandatoryValue",
-                    "InterpolationResolutionError", "ValidationError")),
+                    "InterpolationResolutionError", "ValidationError",
+                    "ConfigCompositionException", "OverrideParseException",
+                    "MissingConfigException")),
+    RootRule("MR-ROOT-036", C, "Hydra refused the config or an override",
+             "Check the override against the config groups (`python train.py --help`).",
+             message=r"Could not override '|Key '[^']+' is not in struct|"
+                     r"Could not (?:find|load) '"),
     RootRule("MR-ROOT-032", C, "The launch command's arguments are wrong",
-             "Check the command line against the script's --help.", types=("SystemExit",),
+             "Check the command line against the script's --help.",
+             types=("SystemExit", "ArgumentError", ""),
              message=r"unrecognized arguments|the following arguments are required|"
-                     r"invalid choice|expected one argument"),
+                     r"invalid choice|expected one argument|argument \S+: invalid"),
     RootRule("MR-ROOT-033", C, "A distributed rendezvous address or port is not usable",
              "Use a free MASTER_PORT and a reachable MASTER_ADDR.",
              message=r"Address already in use|EADDRINUSE|failed to listen on any local "
@@ -145,6 +199,15 @@ ROOT_RULES: tuple[RootRule, ...] = (
              types=("AttributeError", "TypeError"),
              message=r"'(?:list|dict|tuple|str|int|float|bool|ndarray|generator|module)' "
                      r"object (?:has no attribute|is not|does not)"),
+    RootRule("MR-ROOT-043", K, "A custom autograd Function returns the wrong gradients",
+             "Return one gradient per input of forward (None for inputs that need none), "
+             "each shaped like its input.",
+             message=r"returned an incorrect number of gradients|returned an invalid gradient|"
+                     r"function \w+Backward returned"),
+    RootRule("MR-ROOT-042", K, "The code does not run as written (a name or syntax error)",
+             "Read the line the error names: a typo, a missing import, or code for another "
+             "Python.", types=("NameError", "UnboundLocalError", "SyntaxError",
+                               "IndentationError", "TabError")),
     RootRule("MR-ROOT-040", K, "An error in the training code itself",
              "Read the innermost frame of your code in the traceback: the bug is there.",
              types=("TypeError", "AttributeError", "NameError", "UnboundLocalError",

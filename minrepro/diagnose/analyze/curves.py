@@ -168,6 +168,8 @@ def _climb(points: list[Point], factor: float = CLIMB) -> list[Point] | None:
     if len(points) < 4:
         return None
     values = [p.value for p in points]
+    if min(values) < 0:  # not a loss >= 0 (an RL objective, a log-ratio): no ratio to judge
+        return None
     found = levels(values)
     spans = windows(len(values))
     best_at = min(range(len(found)), key=found.__getitem__)
@@ -192,7 +194,7 @@ def _climb(points: list[Point], factor: float = CLIMB) -> list[Point] | None:
 def _spikes(points: list[Point]) -> list[Point]:
     """Of a short curve (a snippet pasted into a bug report: a level of its own cannot be
     told), the points at least SPIKE times the median of the points before them."""
-    if len(points) >= FLAT_POINTS:
+    if len(points) >= FLAT_POINTS or any(p.value < 0 for p in points):
         return []  # a whole run: a spike that recovers is noise, a climb that stays is not
     spikes: list[Point] = []
     seen: list[float] = []

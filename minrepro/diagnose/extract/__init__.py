@@ -29,6 +29,7 @@ from minrepro.diagnose.extract.events import (
 from minrepro.diagnose.extract.kills import KillExtractor
 from minrepro.diagnose.extract.metrics import MetricExtractor
 from minrepro.diagnose.extract.traceback import TracebackExtractor
+from minrepro.diagnose.extract.usage import UsageExtractor
 from minrepro.diagnose.literals import any_of
 from minrepro.model import Event, Line
 
@@ -44,6 +45,7 @@ __all__ = [
     "OomExtractor",
     "RunEndedExtractor",
     "TracebackExtractor",
+    "UsageExtractor",
     "WorkerKilledExtractor",
     "default_extractors",
     "extract_all",
@@ -52,7 +54,7 @@ __all__ = [
 
 EXTRACTOR_CLASSES = (TracebackExtractor, CudaAssertExtractor, OomExtractor, MetricExtractor,
                      LossScaleExtractor, NcclExtractor, WorkerKilledExtractor, EnvExtractor,
-                     RunEndedExtractor, KillExtractor)
+                     RunEndedExtractor, KillExtractor, UsageExtractor)
 
 
 class Extractor(Protocol):

@@ -25,11 +25,13 @@ from minrepro.model import Line, ProcessKilled
 
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)"), "exitcode"),
+    # DeepSpeed's launcher: `[launch.py:434:sigkill_handler] [...] exits with return code = -9`
+    (re.compile(r"exits with return code = (-\d+)()"), "exitcode"),
     (re.compile(r"Signal (\d+) \((SIG\w+)\) received by PID"), "signal"),
     (re.compile(r"(?i)oom[-_]kill event|Out of memory: Killed process|OOM Killed"), "oom"),
     (re.compile(r"DUE TO TIME LIMIT|DUE TO PREEMPTION|DUE TO NODE FAILURE"), "scheduler"),
     (re.compile(r"^(?:.*\d+ )?Killed(?:\s+\S.*)?$"), "killed"),
-    (re.compile(r"Segmentation fault|SIGSEGV|Bus error \(core dumped\)"), "segfault"),
+    (re.compile(r"(?i)Segmentation fault|SIGSEGV|Bus error \(core dumped\)"), "segfault"),
     (re.compile(r"^Aborted \(core dumped\)|^Aborted$"), "aborted"),
 )
 _CLOSING = re.compile(r"Sending process \d+ closing signal SIG(?:TERM|INT)")
@@ -40,7 +42,8 @@ class KillExtractor:
     """Processes killed by a signal, the OOM killer or the scheduler -> ProcessKilled."""
 
     TRIGGERS = ("exitcode", "Signal ", "oom", "OOM", "Out of memory", "DUE TO", "Killed",
-                "Segmentation fault", "SIGSEGV", "Bus error", "Aborted")
+                "Segmentation fault", "segmentation fault", "SIGSEGV", "Bus error", "Aborted",
+                "exits with return code = -")
     SELECT = ("killed", "exitcode", "segmentation fault", "oom-kill", "oom_kill", "due to time")
 
     def __init__(self) -> None:
@@ -54,7 +57,7 @@ class KillExtractor:
             match = pattern.search(text)
             if match is None:
                 continue
-            rank = int(match[2]) if how == "exitcode" else line.rank
+            rank = int(match[2]) if how == "exitcode" and match[2] else line.rank
             key = (f"{how}:{match[1] if how in ('exitcode', 'signal') else ''}", rank)
             if key in self._seen:
                 return ()

@@ -1,0 +1,62 @@
+"""A program that refused its command line or its config and exited without a traceback
+-> UsageError (a failure candidate; its root class is config).
+
+Real texts:
+  argparse:  usage: train.py [-h] [--config CONFIG] ...
+             train.py: error: unrecognized arguments: configs/faster_rcnn_r50_fpn_1x.py
+             main.py: error: the following arguments are required: --data
+             train.py: error: argument --lr: invalid float value: '1e-3,'
+  Hydra:     In 'experiment/x': Could not override 'data@experiment.data'.
+             Key 'lr' is not in struct
+             Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from minrepro.diagnose.literals import any_of
+from minrepro.model import Line, UsageError
+
+_ARGPARSE = re.compile(r"^[\w./\\-]+: error: ((?:unrecognized arguments|the following arguments "
+                       r"are required|argument \S+: (?:invalid|expected|not allowed|ambiguous))"
+                       r".{0,300})")
+_HYDRA = re.compile(r"(Could not override '[^']{1,200}'|Key '[^']{1,200}' is not in struct|"
+                    r"Could not find '[^']{1,200}'|Could not load '[^']{1,200}')")
+_HYDRA_END = "HYDRA_FULL_ERROR=1"
+
+
+class UsageExtractor:
+    """argparse and Hydra refusals -> UsageError; Hydra's, once its closing line is seen."""
+
+    TRIGGERS = (": error: ", "Could not override", "is not in struct", "Could not find '",
+                "Could not load '", _HYDRA_END)
+    SELECT = (": error: unrecognized", ": error: the following", "hydra_full_error")
+
+    def __init__(self) -> None:
+        self._hydra: tuple[int, str, int | None] | None = None  # Hydra's message, held
+        self._done = False  # one usage error a log: a program exits after it
+
+    def feed(self, line: Line) -> Sequence[UsageError]:
+        text = line.text
+        if self._done or not _may_refuse(text):
+            return ()
+        match = _ARGPARSE.search(text)
+        if match is not None:
+            self._done = True
+            return (UsageError(line.line, match[1].strip(), line.rank),)
+        match = _HYDRA.search(text)
+        if match is not None:
+            self._hydra = (line.line, match[1], line.rank)
+        elif _HYDRA_END in text and self._hydra is not None:
+            self._done = True
+            number, message, rank = self._hydra
+            return (UsageError(number, message, rank),)
+        return ()
+
+    def close(self) -> Sequence[UsageError]:
+        return ()
+
+
+_may_refuse = any_of(UsageExtractor.TRIGGERS)
