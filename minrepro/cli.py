@@ -208,10 +208,18 @@ def env(json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = Fal
 @app.command()
 def rules(rule_id: Annotated[str | None, typer.Argument(
               metavar="[ID]", help="A rule id (MR-MEM-002) or cause name to explain.")] = None,
-          extra: RulesOpt = None) -> None:
-    """List the rules, or explain one."""
+          extra: RulesOpt = None,
+          taxonomy: Annotated[bool, typer.Option(
+              "--taxonomy", help="Print the causes by category, with their root classes.")]
+          = False) -> None:
+    """List the rules, or explain one (a rule id or a cause name)."""
     from minrepro.diagnose.rules.registry import describe_rule, list_rules, load_rules
 
+    if taxonomy:
+        from minrepro.output.text import taxonomy_text
+
+        typer.echo(taxonomy_text(), nl=False)
+        return
     loaded = load_rules([str(r) for r in extra or ()])
     if rule_id is None:
         typer.echo(list_rules(loaded), nl=False)

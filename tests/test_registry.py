@@ -15,6 +15,7 @@ from minrepro.diagnose.analyze.curvestate import CurveState
 from minrepro.diagnose.pipeline import diagnose_lines
 from minrepro.diagnose.rules.pack import ID
 from minrepro.diagnose.rules.registry import describe_rule, load_rules
+from minrepro.errors import RulePackError
 from minrepro.model import Failure, Frame, Line, package_of
 
 RULES = load_rules()
@@ -83,6 +84,72 @@ def test_the_cli_shows_the_user_rule(tmp_path: Path) -> None:
                           "--rules", str(tmp_path / "rules")], capture_output=True, text=True)
     found = json.loads(run.stdout)
     assert found["rule_id"] == "MR-USR-001" and found["fix"].startswith("Ask for the 80 GB")
+
+
+NEW_CAUSE_RULE = """\
+id: MR-USR-002
+cause: tokenizer_vocab_mismatch
+category: data_prep
+root: data
+title: Tokenizer and model vocabulary differ
+explanation: The tokenizer emits ids beyond the model's embedding table.
+fix: Resize the embeddings with model.resize_token_embeddings(len(tokenizer)).
+params:
+  tok_vocab: int
+signals:
+  - name: vocab
+    pattern: 'tokenizer has (?P<tok_vocab>\\d+) tokens but the model embeds \\d+'
+    hint: tokenizer has
+    weight: 0.9
+examples:
+  match: ["tokenizer has 50260 tokens but the model embeds 50257"]
+  no_match: ["tokenizer has been loaded"]
+"""
+
+
+def test_a_pack_declares_a_cause_of_its_own(tmp_path: Path) -> None:
+    pack = tmp_path / "tok.yaml"
+    pack.write_text(NEW_CAUSE_RULE)
+    diagnosis = diagnose_lines(lines("tokenizer has 50260 tokens but the model embeds 50257"),
+                               rules=load_rules([pack]))  # a file, not only a directory
+    assert (diagnosis.cause, diagnosis.category, diagnosis.rule_id) == (
+        "tokenizer_vocab_mismatch", "data_prep", "MR-USR-002")
+    assert diagnosis.root is not None and diagnosis.root.value == "data"
+    assert diagnosis.params == {"tok_vocab": 50260}
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda t: t.replace("root: data\n", ""), "needs its root class"),
+    (lambda t: t.replace('match: ["tokenizer has 50260', 'match: ["tokeniser has 50260'),
+     "examples.match: no signal matches"),
+    (lambda t: t.replace('no_match: ["tokenizer has been loaded"]',
+                         'no_match: ["tokenizer has 1 tokens but the model embeds 2"]'),
+     "examples.no_match: a signal matches"),
+])
+def test_a_pack_is_checked_when_loaded(tmp_path: Path, edit, message: str) -> None:  # noqa: ANN001
+    (tmp_path / "tok.yaml").write_text(edit(NEW_CAUSE_RULE))
+    with pytest.raises(RulePackError, match=message):
+        load_rules([tmp_path])
+
+
+def test_a_built_in_rule_may_not_invent_a_cause(tmp_path: Path) -> None:
+    from minrepro.diagnose.rules.pack import load_rule_file
+
+    (tmp_path / "tok.yaml").write_text(NEW_CAUSE_RULE)
+    with pytest.raises(RulePackError, match="unknown cause"):
+        load_rule_file(tmp_path / "tok.yaml")
+
+
+def test_a_pack_folder_without_rule_files_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(RulePackError, match="no rule files"):
+        load_rules([tmp_path])
+
+
+def test_the_taxonomy_is_printed_for_users_without_design_md() -> None:
+    run = subprocess.run([sys.executable, "-m", "minrepro", "rules", "--taxonomy"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0 and "cuda_oom [config]" in run.stdout
+    assert "hardware_fault [hardware]" in run.stdout
 
 
 # --- the structured failure ----------------------------------------------------------------

@@ -126,8 +126,9 @@ class Rule:
 class _RuleChecker(Checker):
     """Checks one rule mapping; errors read `file: rule id: key: problem`."""
 
-    def __init__(self, path: Path, data: Any, *, eager: bool = True) -> None:
+    def __init__(self, path: Path, data: Any, *, eager: bool = True, user: bool = False) -> None:
         self.eager = eager  # compile and check regexes now (user packs); else on first use
+        self.user = user  # a user's pack may declare causes of its own
         raw_id = data.get("id") if isinstance(data, dict) else None
         # Only a plausible id goes into messages: a crafted one could be huge or multi-line.
         rule_id = raw_id if isinstance(raw_id, str) and ID.fullmatch(raw_id) else (
@@ -145,11 +146,7 @@ class _RuleChecker(Checker):
         if not ID.fullmatch(rule_id):
             self.fail("id", f"{rule_id!r} should look like MR-MEM-001"
                       " (MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR)")
-        if cause not in CATEGORY_OF:
-            self.fail("cause", f"unknown cause {cause!r}; see the taxonomy in DESIGN.md")
-        if CATEGORY_OF[cause] != category:
-            self.fail("category", f"{cause} belongs to {CATEGORY_OF[cause]!r}, not {category!r}")
-        root = self.choice(data, "root", RootClass, ROOT_OF[cause])
+        root = self._root_of(data, cause, category)
         params = self._params(data.get("params") or {})
         signals = data["signals"]
         if not isinstance(signals, list) or not signals:
@@ -166,6 +163,23 @@ class _RuleChecker(Checker):
             cascade=self.flag(data, "cascade"), supersedes=self._causes(data, "supersedes"),
             source=self.file,
         )
+
+    def _root_of(self, data: dict, cause: str, category: str) -> RootClass:
+        """A known cause keeps its category (its root class may be given); a user's pack
+        declares a new cause by naming it with its category and root class."""
+        if cause in CATEGORY_OF:
+            if CATEGORY_OF[cause] != category:
+                self.fail("category",
+                          f"{cause} belongs to {CATEGORY_OF[cause]!r}, not {category!r}")
+            return self.choice(data, "root", RootClass, ROOT_OF[cause])
+        if not self.user:
+            self.fail("cause", f"unknown cause {cause!r}; `minrepro rules --taxonomy` lists them")
+        if "root" not in data:
+            self.fail("root", f"a new cause ({cause!r}) needs its root class: one of "
+                      + ", ".join(r.value for r in RootClass))
+        self.identifier(cause, "cause")
+        self.identifier(category, "category")
+        return self.choice(data, "root", RootClass, RootClass.CODE)
 
     def _causes(self, mapping: dict, key: str) -> tuple[str, ...]:
         causes = self.strings(mapping, key)
@@ -237,9 +251,32 @@ class _RuleChecker(Checker):
         _COMPILED[(source, ignore_case)] = pattern
 
 
-def check_rule(path: Path, data: Any, *, eager: bool = True) -> Rule:
-    """The rule in `data` (parsed from `path`), checked; RulePackError names what is wrong."""
-    return _RuleChecker(path, data, eager=eager).rule()
+def check_rule(path: Path, data: Any, *, eager: bool = True, user: bool = False) -> Rule:
+    """The rule in `data` (parsed from `path`), checked; RulePackError names what is wrong.
+    A user's rule (`user`) may declare a new cause, and its examples must hold."""
+    rule = _RuleChecker(path, data, eager=eager, user=user).rule()
+    if user:
+        _check_examples(rule)
+    return rule
+
+
+def _check_examples(rule: Rule) -> None:
+    """Each `examples.match` line matches a signal of the rule; no `no_match` line does."""
+    def matched(text: str) -> bool:
+        try:
+            return any(signal.pattern.search(text, timeout=1.0) for signal in rule.signals)
+        except TimeoutError:
+            raise RulePackError(f"{rule.source}: {rule.id}: examples: a pattern takes over a"
+                                " second on an example (a catastrophic regex?)") from None
+
+    for text in rule.examples_match:
+        if not matched(text):
+            raise RulePackError(f"{rule.source}: {rule.id}: examples.match: no signal matches "
+                                f"{shown_path(text[:60])!r}")
+    for text in rule.examples_no_match:
+        if matched(text):
+            raise RulePackError(f"{rule.source}: {rule.id}: examples.no_match: a signal "
+                                f"matches {shown_path(text[:60])!r}")
 
 
 def load_rule_file(path: Path, *, eager: bool = True) -> Rule:

@@ -64,7 +64,7 @@ def load_rules(extra_dirs: Iterable[str | Path] = (), *, eager: bool = False) ->
     known = {rule.id: rule.source for rule in rules}
     users: dict[str, str] = {}
     for directory in extra_dirs:
-        for rule in _load_dir(Path(directory), eager=True):
+        for rule in _load_pack(Path(directory)):
             if rule.id in known:
                 raise RulePackError(f"{rule.source}: {rule.id}: id: already defined by the"
                                     f" built-in {known[rule.id]} (a pack cannot override it)")
@@ -105,11 +105,26 @@ def _load_dir(directory: Path, *, eager: bool) -> tuple[Rule, ...]:
                      for path in rulefiles.rule_files(directory)), eager=eager)
 
 
-def _checked(parsed: Iterable[tuple[Path, Any]], *, eager: bool = False) -> tuple[Rule, ...]:
+def _load_pack(path: Path) -> tuple[Rule, ...]:
+    """A user's pack: a directory of rule files, or one rule file; every rule checked in full
+    (regexes compiled, examples run), new causes allowed."""
+    if path.is_file():
+        files = [path]
+    elif path.is_dir():
+        files = list(rulefiles.rule_files(path))
+        if not files:
+            raise RulePackError(f"{shown_path(path)}: no rule files (*.yaml) in this directory")
+    else:
+        raise RulePackError(f"{shown_path(path)}: rule pack not found (a directory or a .yaml)")
+    return _checked(((p, rulefiles.read_rule_file(p)) for p in files), eager=True, user=True)
+
+
+def _checked(parsed: Iterable[tuple[Path, Any]], *, eager: bool = False,
+             user: bool = False) -> tuple[Rule, ...]:
     rules: list[Rule] = []
     seen: dict[str, str] = {}
     for path, data in parsed:
-        rule = check_rule(path, data, eager=eager)
+        rule = check_rule(path, data, eager=eager, user=user)
         if rule.id in seen:
             raise RulePackError(f"{path.name}: {rule.id}: id: duplicate of {seen[rule.id]}")
         seen[rule.id] = path.name
