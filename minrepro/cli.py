@@ -76,13 +76,14 @@ def diagnose(log: LogArg = None, json_: Annotated[bool, typer.Option(
     """Say what went wrong in LOG: cause, evidence lines, values, fix. Exit 0/1/2."""
     log = _log_source(log)
     from minrepro.output.contract import diagnosis_to_json
+    from minrepro.output.terminal import emit
     from minrepro.output.text import diagnosis_to_text
 
     diagnosis = _diagnose(log, rules, progress=not json_)
     if json_:
         typer.echo(json.dumps(diagnosis_to_json(diagnosis), indent=2, ensure_ascii=False))
     else:
-        typer.echo(diagnosis_to_text(diagnosis), nl=False)
+        emit(diagnosis_to_text(diagnosis))
     _echo_warnings(diagnosis)
     raise typer.Exit(ExitCode.DIAGNOSED if diagnosis.answered else ExitCode.NO_KNOWN_CAUSE)
 
@@ -99,7 +100,7 @@ def repro(log: LogArg = None,
     log = _log_source(log)
     from minrepro.repro.render import render_repro, write_script
 
-    diagnosis = _diagnose(log, rules)
+    diagnosis = _diagnose(log, rules, progress=True)  # on stderr, at a terminal only
     _echo_warnings(diagnosis)
     if not diagnosis.diagnosed:
         typer.echo(f"minrepro: {diagnosis.summary}", err=True)
@@ -180,7 +181,7 @@ def report(log: LogArg = None,
     log = _log_source(log)
     from minrepro.report.bugreport import build_report_for_log
 
-    diagnosis = _diagnose(log, rules)
+    diagnosis = _diagnose(log, rules, progress=True)  # on stderr, at a terminal only
     _echo_warnings(diagnosis)
     text = build_report_for_log(log, diagnosis, verify=verify, redact=redact)
     if output is not None:
@@ -202,7 +203,9 @@ def env(json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = Fal
     if json_:
         typer.echo(json.dumps(env_to_json(report_), indent=2))
     else:
-        typer.echo(format_env_text(report_), nl=False)
+        from minrepro.output.terminal import emit
+
+        emit(format_env_text(report_))
 
 
 @app.command()
@@ -214,20 +217,21 @@ def rules(rule_id: Annotated[str | None, typer.Argument(
           = False) -> None:
     """List the rules, or explain one (a rule id or a cause name)."""
     from minrepro.diagnose.rules.registry import describe_rule, list_rules, load_rules
+    from minrepro.output.terminal import emit
 
     if taxonomy:
         from minrepro.output.text import taxonomy_text
 
-        typer.echo(taxonomy_text(), nl=False)
+        emit(taxonomy_text())
         return
     loaded = load_rules([str(r) for r in extra or ()])
     if rule_id is None:
-        typer.echo(list_rules(loaded), nl=False)
+        emit(list_rules(loaded))
         return
     matches = loaded.lookup(rule_id)
     if not matches:
         raise MinreproError(f"no rule {rule_id!r}; `minrepro rules` lists them")
-    typer.echo("\n".join(describe_rule(r) for r in matches), nl=False)
+    emit("\n".join(describe_rule(r) for r in matches))
 
 
 def _version(value: bool) -> None:

@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from minrepro.model import Diagnosis, Failure, FailureKind, ParamValue
 
+EVIDENCE_CHARS = 200
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters at a word boundary where one is near, marked '…'."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", int(limit * 0.75), limit)
+    return text[: cut if cut > 0 else limit - 1].rstrip() + "…"
+
 
 def human_bytes(value: int) -> str:
     size = float(value)
@@ -88,7 +98,7 @@ def diagnosis_to_text(diagnosis: Diagnosis) -> str:
     ]
     for e in diagnosis.evidence:
         rank = f" [rank {e.rank}]" if e.rank is not None else ""
-        lines.append(f"  line {e.line}{rank}: {e.text[:200]}")
+        lines.append(f"  line {e.line}{rank}: {clip(e.text, EVIDENCE_CHARS)}")
     if diagnosis.params:
         lines += ["", "values from the log:"]
         lines += [f"  {k} = {_param_text(k, v)}" for k, v in diagnosis.params.items()]
