@@ -164,6 +164,10 @@ def test_a_healthy_run_gets_no_root() -> None:
      "pos < buffer.size()` failed.", "/env/site-packages/torch/autograd/__init__.py",
      "framework"),
     ("NameError: name 'np' is not defined", "/env/site-packages/mylib/x.py", "code"),
+    ("IndexError: invalid index of a 0-dim tensor. Use `tensor.item()` in Python",
+     "train.py", "environment"),
+    ("AttributeError: 'BiEncoderModel' object has no attribute 'encode'",
+     "/env/site-packages/torch/nn/modules/module.py", "code"),
 ])
 def test_root_classes_of_failures_outside_the_taxonomy(exc: str, frame: str, root: str) -> None:
     diagnosis = diagnose(traceback(exc, "/srv/app/train.py", frame))

@@ -88,6 +88,7 @@ ROOT_RULES: tuple[RootRule, ...] = (
     RootRule("MR-ROOT-015", E, "The installed library no longer supports what the code uses",
              "Install the version the code was written for, or port the code to the new API.",
              message=r"(?i)no longer supported|has been removed|was removed in|"
+                     r"invalid index of a 0-dim tensor|"
                      r"is deprecated and (?:will be )?removed|requires \w+ ?[<>=]=? ?\d"),
     RootRule("MR-ROOT-016", E, "An installed module lacks an attribute the code uses",
              "The module's version (or build: torch without distributed, without CUDA) is not "
@@ -208,6 +209,11 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "Read the line the error names: a typo, a missing import, or code for another "
              "Python.", types=("NameError", "UnboundLocalError", "SyntaxError",
                                "IndentationError", "TabError")),
+    RootRule("MR-ROOT-044", K, "The code asks an object of its own for an attribute it does "
+             "not have", "Read the innermost frame of your code: a typo, a model wrapped by "
+             "DataParallel/DDP (use model.module), or an attribute set only on another path.",
+             types=("AttributeError",), message=r"^AttributeError: '[A-Z]\w*' object has no "
+                                                 r"attribute"),
     RootRule("MR-ROOT-040", K, "An error in the training code itself",
              "Read the innermost frame of your code in the traceback: the bug is there.",
              types=("TypeError", "AttributeError", "NameError", "UnboundLocalError",
