@@ -236,3 +236,13 @@ def test_a_worker_that_exited_with_an_error_was_not_killed_for_memory() -> None:
                     "/env/site-packages/torch/utils/data/dataloader.py")
     log += "RuntimeError: DataLoader worker (pid(s) 27342, 27344) exited unexpectedly\n"
     assert diagnose(log).cause != "host_oom_dataloader"
+
+
+def test_no_mixed_precision_advice_to_a_run_already_in_bf16() -> None:
+    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+           "total capacity of 79.15 GiB of which 1.02 GiB is free.")
+    plain = diagnose(traceback(oom, "train.py"))
+    bf16 = diagnose("launching with --bf16 --per_device_train_batch_size 64\n"
+                    + traceback(oom, "train.py"))
+    assert plain.cause == bf16.cause == "cuda_oom"
+    assert "mixed precision" in plain.fix and "mixed precision" not in bf16.fix

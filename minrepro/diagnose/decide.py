@@ -66,7 +66,7 @@ def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Dia
     return Diagnosis(
         cause=best.cause, category=best.category, confidence=round(best.score, 2),
         params=_normalise(dict(best.params)), evidence=best.evidence,
-        fix=rule.fix if rule else "", alternatives=alternatives,
+        fix=fitted_fix(rule.fix, context.env or {}) if rule else "", alternatives=alternatives,
         rule_id=rule.id if rule else None, title=rule.title if rule else best.cause,
         variant=best.variant, summary=rule.title if rule else "",
         source=context.source, env=dict(context.env or {}), loss_curve=context.loss_curve,
@@ -209,3 +209,15 @@ def _traceback_text(failure: Failure | None) -> str:
 def _failure_fields(failure: Failure | None) -> dict[str, Any]:
     return {"failure": failure, "traceback": failure.text if failure else ""}
 
+
+
+_MIXED_PRECISION = re.compile(r",? (?:use |enable )?(?:automatic )?mixed precision"
+                              r"(?: \((?:bf16|fp16)(?:/(?:bf16|fp16))?\))?(?=[,.;])")
+
+
+def fitted_fix(fix: str, env: dict[str, str]) -> str:
+    """The rule's fix, less what the log shows the run already does: no "mixed precision"
+    advice to a run that trains in fp16 or bf16."""
+    if env.get("dtype", "").lower() in ("fp16", "bf16", "float16", "bfloat16"):
+        return _MIXED_PRECISION.sub("", fix)
+    return fix
