@@ -39,6 +39,18 @@ ROOT_OF: dict[str, RootClass] = {
     "hardware_fault": _H,
 }
 
+#: What each category is about, for people (the names stay stable for JSON and rule packs).
+CATEGORY_MEANING: dict[str, str] = {
+    "memory": "GPU or host memory runs out or leaks",
+    "convergence": "the loss does not go down, or turns NaN",
+    "speed": "the run is slow or stalls",
+    "precision": "numeric precision and dtypes, and how the model generalises",
+    "environment": "devices, CUDA builds and installed packages",
+    "program": "errors in the training program and its data pipeline",
+    "distributed": "multi-process setup and communication",
+    "hardware": "the GPU, node or network failing",
+}
+
 CATEGORY_OF: dict[str, str] = {
     cause: category for category, causes in TAXONOMY.items() for cause in causes
 }

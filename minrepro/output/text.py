@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from minrepro.model import Diagnosis, Failure, FailureKind, ParamValue
+from minrepro.taxonomy import CATEGORY_MEANING
 
 EVIDENCE_CHARS = 200
 
@@ -93,6 +94,8 @@ def diagnosis_to_text(diagnosis: Diagnosis) -> str:
         f"{diagnosis.category} / {diagnosis.cause}  (confidence {diagnosis.confidence:.2f},"
         f" rule {diagnosis.rule_id}, root class {diagnosis.root.value if diagnosis.root else '-'})",
         f"  {diagnosis.title}",
+        *([f"  (category {diagnosis.category}: {CATEGORY_MEANING[diagnosis.category]})"]
+          if diagnosis.category in CATEGORY_MEANING else []),
         "",
         "evidence:",
     ]
