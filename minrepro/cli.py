@@ -204,6 +204,41 @@ def rules(rule_id: Annotated[str | None, typer.Argument(
     typer.echo("\n".join(describe_rule(r) for r in matches), nl=False)
 
 
+@app.command()
+def preflight(config: Annotated[Path, typer.Argument(
+                  help="A training config: HF TrainingArguments JSON/YAML, Lightning or flat "
+                       "YAML, or a minrepro snapshot.")],
+              model_config: Annotated[Path | None, typer.Option(
+                  "--model-config", help="The model's config.json.")] = None,
+              data: Annotated[Path | None, typer.Option(
+                  "--data", help="A sample of the training data: jsonl, csv, or a folder of "
+                                 "class subfolders.")] = None,
+              lock: Annotated[Path | None, typer.Option(
+                  "--lock", help="A lock file pinning torch/CUDA (requirements, conda, "
+                                 "snapshot).")] = None,
+              gpu: Annotated[str | None, typer.Option(
+                  "--gpu", help="Check against this card (A100-80GB, V100-16GB, T4, ...) "
+                                "instead of this machine's.")] = None,
+              json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """Check CONFIG before a run: one check per preventable cause. Exit 0 all pass, 1 any
+    fail, 2 bad input."""
+    from minrepro.preflight.checks import (
+        any_failed,
+        gather,
+        results_to_json,
+        results_to_text,
+        run_checks,
+    )
+
+    results = run_checks(gather(config, model_config=model_config, data=data, lock=lock,
+                                gpu=gpu))
+    if json_:
+        typer.echo(json.dumps(results_to_json(results), indent=2))
+    else:
+        typer.echo(results_to_text(results), nl=False)
+    raise typer.Exit(ExitCode.NO_KNOWN_CAUSE if any_failed(results) else ExitCode.DIAGNOSED)
+
+
 def main() -> None:
     """Console entry point: one line on stderr for any error, never a traceback.
 

@@ -103,8 +103,8 @@ def check_eval_overlap(inputs: Inputs) -> Outcome:
 
 
 def check_data_paths(inputs: Inputs) -> Outcome:
-    named = [(key, inputs.config.path(key)) for key in ("train_file", "eval_file")]
-    named = [(key, path) for key, path in named if path is not None]
+    named = [(key, path) for key in ("train_file", "eval_file")
+             if (path := inputs.config.path(key)) is not None]
     if not named:
         return cannot("the config names no data path (train_file, validation_file, ...)")
     missing = [f"{key}={path.name}" for key, path in named if not path.exists()]

@@ -130,5 +130,6 @@ def check_memory(inputs: Inputs) -> Outcome:
     if isinstance(fits, str):
         return cannot(fits)
     need, have = fits
-    said = f"estimate {need / _GIB:.1f} GiB vs {have / _GIB:.1f} GiB usable on {inputs.machine.gpu_name}"
+    said = (f"estimate {need / _GIB:.1f} GiB vs {have / _GIB:.1f} GiB usable on "
+            f"{inputs.machine.gpu_name}")
     return failed(said) if need > have else passed(said)

@@ -173,7 +173,8 @@ def _loss_scaling(flat: dict[str, Scalar], kind: str, precision: str) -> bool | 
     hit = _lookup(flat, _SCALER_KEYS)
     if hit is not None:
         return bool(hit[1])
-    text = str(_lookup(flat, _PRECISION_KEYS)[1] if _lookup(flat, _PRECISION_KEYS) else "")
+    named = _lookup(flat, _PRECISION_KEYS)
+    text = str(named[1]) if named is not None else ""
     if "true" in text.lower():
         return False
     return True if kind in ("hf", "lightning") else None
