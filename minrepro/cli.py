@@ -239,6 +239,49 @@ def preflight(config: Annotated[Path, typer.Argument(
     raise typer.Exit(ExitCode.NO_KNOWN_CAUSE if any_failed(results) else ExitCode.DIAGNOSED)
 
 
+@app.command()
+def snapshot(config: Annotated[Path | None, typer.Argument(
+                 help="The run's config (optional: without it, the environment only).")] = None,
+             out_dir: Annotated[Path | None, typer.Option(
+                 "-o", "--output-dir", help="Where snapshots live (default "
+                                            ".minrepro/snapshots).")] = None,
+             list_: Annotated[bool, typer.Option(
+                 "--list", help="List the snapshots in the directory.")] = False) -> None:
+    """Store the run as content-hashed JSON: config, packages, CUDA/GPU, git, data."""
+    from minrepro.preflight.snapshot import DEFAULT_DIR, list_snapshots, take_snapshot
+
+    where = out_dir or DEFAULT_DIR
+    if list_:
+        for row in list_snapshots(where):
+            typer.echo("  ".join(str(row[k] if row[k] is not None else "-") for k in (
+                "id", "created", "config", "torch", "gpu", "commit"))
+                       + ("  (uncommitted changes)" if row["dirty"] else ""))
+        return
+    taken = take_snapshot(config, where)
+    typer.echo(f"{taken.id}  {taken.path}")
+
+
+@app.command()
+def diff(run_a: Annotated[str, typer.Argument(help="The good run: a log, snapshot or config.")],
+         run_b: Annotated[str, typer.Argument(help="The failing run: a log, snapshot or config.")],
+         cause: Annotated[str | None, typer.Option(
+             help="B's failure, when B is no log (a taxonomy cause name).")] = None,
+         json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """The differences between two runs, ranked by how likely each caused B's failure."""
+    from minrepro.preflight.diff import compare, differences_to_json, differences_to_markdown
+    from minrepro.preflight.facts import read_run
+    from minrepro.taxonomy import ROOT_OF
+
+    if cause is not None and cause not in ROOT_OF:
+        raise MinreproError(f"unknown cause {cause!r}; see DESIGN.md's taxonomy")
+    a, b = read_run(run_a), read_run(run_b)
+    ranked = compare(a, b, cause)
+    if json_:
+        typer.echo(json.dumps(differences_to_json(a, b, ranked, cause), indent=2))
+    else:
+        typer.echo(differences_to_markdown(a, b, ranked, cause), nl=False)
+
+
 def main() -> None:
     """Console entry point: one line on stderr for any error, never a traceback.
 

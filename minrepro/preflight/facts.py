@@ -1,0 +1,144 @@
+"""What one run was: a log, a snapshot or a config -> `RunFacts`, the settings and the
+environment under one set of keys (`learning_rate`, `batch_size`, `precision`, `torch`,
+`cuda_build`, `gpu_name`, ...), and the failure the run shows when it is a log.
+
+A log is read through `minrepro.diagnose` (its EnvFacts: versions, GPU, dtype; and its
+diagnosis: the cause of the failure) plus a scan of its lines for the settings a launcher or
+the HF Trainer prints (`learning_rate=2e-05`, `Instantaneous batch size per device = 8`).
+Values from a log are untrusted: kept only as short strings or numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from minrepro.errors import BadInputError, shown_path
+from minrepro.preflight.config import ALIASES, load_config, normalise_optimizer, read_mapping
+
+Value = str | float | bool
+
+#: diagnose's EnvFact keys -> the keys of a snapshot's environment and packages
+_ENV_KEYS = {"torch_version": "torch", "cuda_version": "cuda_build", "driver_version": "driver",
+             "gpu_name": "gpu_name", "compute_capability": "compute_capability",
+             "python_version": "python", "driver_cuda_version": "driver_cuda"}
+_CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_WORD = r"[\w.+/-]{1,64}"
+_SETTING_KEYS = {key: name for name, keys in ALIASES.items() for key in keys
+                 if name not in ("train_file", "eval_file", "output_dir", "lock_file")}
+_SETTING = re.compile(
+    r"(?<![\w.])[\"']?(" + "|".join(sorted(_SETTING_KEYS, key=len, reverse=True)) +
+    r")[\"']?\s*(?:=|:)\s*[\"']?(" + _NUMBER + "|" + _WORD + ")")
+_HF_BATCH = re.compile(r"Instantaneous batch size per device = (\d+)")
+_HF_ACCUM = re.compile(r"Gradient Accumulation steps = (\d+)")
+_MAX_SCAN_LINES = 50_000  # settings are printed at the start; a whole log is not needed
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """One run under comparable keys; `cause` is the failure it shows (logs only)."""
+
+    source: str
+    kind: str  # "log" | "snapshot" | "config"
+    values: dict[str, Value] = field(default_factory=dict)
+    cause: str | None = None
+    summary: str = ""
+
+
+def _as_value(text: str) -> Value:
+    try:
+        return float(text)
+    except ValueError:
+        return text[:64]
+
+
+def _clean(values: dict[str, object]) -> dict[str, Value]:
+    out: dict[str, Value] = {}
+    for key, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            out[key] = value
+        elif isinstance(value, (int, float)):
+            out[key] = float(value)
+        else:
+            out[key] = str(value)[:120]
+    return out
+
+
+def facts_from_config(path: Path) -> RunFacts:
+    """A config or a snapshot: its normalised settings, and a snapshot's env and packages."""
+    data = read_mapping(path)
+    config = load_config(path)
+    values: dict[str, object] = {**config.settings, "precision": config.precision}
+    if config.loss_scaling is not None:
+        values["loss_scaling"] = config.loss_scaling
+    for name in ("train_file", "eval_file", "output_dir", "lock_file"):
+        values.pop(name, None)
+    kind = "config"
+    if config.kind == "snapshot":
+        kind = "snapshot"
+        values.update({k: v for k, v in (data.get("packages") or {}).items()})
+        env = data.get("environment") or {}
+        values.update({k: env.get(k) for k in ("cuda_build", "driver", "gpu_name",
+                                               "compute_capability")})
+        for key, print_ in (data.get("data") or {}).items():
+            if isinstance(print_, dict):
+                values[f"data.{key}"] = print_.get("sha256")
+    return RunFacts(source=path.name, kind=kind, values=_clean(values))
+
+
+def _scan_settings(lines: list[str]) -> dict[str, object]:
+    found: dict[str, object] = {}
+    for text in lines:
+        for pattern, name in ((_HF_BATCH, "batch_size"), (_HF_ACCUM, "grad_accum")):
+            match = pattern.search(text)
+            if match:
+                found.setdefault(name, float(match[1]))
+        if "loss" in text and "{" in text:  # a metrics record: its lr is the schedule's
+            continue
+        for match in _SETTING.finditer(text):
+            name = _SETTING_KEYS[match[1]]
+            found.setdefault(name, _as_value(match[2]))
+    if isinstance(found.get("optimizer"), str):
+        found["optimizer"] = normalise_optimizer(str(found["optimizer"]))
+    return found
+
+
+def _read_lines(source: str) -> list[str]:
+    from minrepro.diagnose.reader import LogReader
+
+    lines = []
+    for line in LogReader(source):
+        lines.append(line.text)
+        if len(lines) >= _MAX_SCAN_LINES:
+            break
+    return lines
+
+
+def facts_from_log(source: str) -> RunFacts:
+    """A training log: what diagnose reads of its environment and failure, and the settings
+    its lines print."""
+    from minrepro.diagnose.pipeline import diagnose_log
+
+    diagnosis = diagnose_log(source)
+    values: dict[str, object] = _scan_settings(_read_lines(source))
+    for key, value in diagnosis.env.items():
+        if key in _ENV_KEYS:
+            values[_ENV_KEYS[key]] = value
+        elif key == "dtype":
+            values["precision"] = value
+    return RunFacts(source=Path(source).name, kind="log", values=_clean(values),
+                    cause=diagnosis.cause, summary=diagnosis.summary or diagnosis.title)
+
+
+def read_run(source: str) -> RunFacts:
+    """A config/snapshot (.json/.yaml holding a mapping) or else a log."""
+    path = Path(source)
+    if source != "-" and not path.exists():
+        raise BadInputError(f"{shown_path(source)}: no such file")
+    if path.suffix.lower() in _CONFIG_SUFFIXES:
+        return facts_from_config(path)
+    return facts_from_log(source)
