@@ -50,7 +50,14 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "weight_decay": ("weight_decay",),
     "momentum": ("momentum",),
     "gpus": ("n_gpu", "devices", "gpus", "num_gpus"),
+    "num_train_epochs": ("num_train_epochs", "max_epochs", "epochs", "n_epochs"),
+    "gradient_checkpointing": ("gradient_checkpointing", "activation_checkpointing"),
+    "master_port": ("master_port", "main_process_port"),
 }
+#: Keys that say the precision (read into RunConfig.precision / loss_scaling, not settings).
+PRECISION_KEYS = ("fp16", "bf16", "half", "precision", "mixed_precision", "dtype",
+                  "torch_dtype", "amp_dtype", "use_grad_scaler", "grad_scaler", "loss_scaling",
+                  "amp_scaler", "use_amp_scaler")
 _PRECISION_KEYS = ("precision", "mixed_precision", "dtype", "torch_dtype", "amp_dtype")
 _SCALER_KEYS = ("use_grad_scaler", "grad_scaler", "loss_scaling", "amp_scaler", "use_amp_scaler")
 _HF_MARKERS = ("per_device_train_batch_size", "num_train_epochs", "evaluation_strategy",
@@ -116,6 +123,11 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Scalar]:
     elif isinstance(data, (str, int, float, bool)) or data is None:
         out[prefix] = data
     return out
+
+
+def leaf(key: str) -> str:
+    """"optimizer.init_args.lr" -> "lr": the name a key is matched by."""
+    return _leaf(key)
 
 
 def _leaf(key: str) -> str:

@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from minrepro.errors import BadInputError, shown_path
-from minrepro.preflight.config import ALIASES, load_config, normalise_optimizer, read_mapping
+from minrepro.preflight.config import (
+    ALIASES,
+    PRECISION_KEYS,
+    leaf,
+    load_config,
+    normalise_optimizer,
+    read_mapping,
+)
 
 Value = str | float | bool
 
@@ -33,6 +40,8 @@ _SETTING = re.compile(
     r")[\"']?\s*(?:=|:)\s*[\"']?(" + _NUMBER + "|" + _WORD + ")")
 _HF_BATCH = re.compile(r"Instantaneous batch size per device = (\d+)")
 _HF_ACCUM = re.compile(r"Gradient Accumulation steps = (\d+)")
+_HALF_FLAG = re.compile(r"\b(fp16|bf16)\s*[=:]\s*(True|False|true|false)\b")
+_KNOWN_LEAVES = frozenset(k for keys in ALIASES.values() for k in keys) | set(PRECISION_KEYS)
 _MAX_SCAN_LINES = 50_000  # settings are printed at the start; a whole log is not needed
 
 
@@ -72,7 +81,9 @@ def facts_from_config(path: Path) -> RunFacts:
     """A config or a snapshot: its normalised settings, and a snapshot's env and packages."""
     data = read_mapping(path)
     config = load_config(path)
-    values: dict[str, object] = {**config.settings, "precision": config.precision}
+    values: dict[str, object] = {k: v for k, v in config.flat.items()
+                                 if leaf(k) not in _KNOWN_LEAVES}  # the rest, by its own name
+    values.update({**config.settings, "precision": config.precision})
     if config.loss_scaling is not None:
         values["loss_scaling"] = config.loss_scaling
     for name in ("train_file", "eval_file", "output_dir", "lock_file"):
@@ -102,6 +113,9 @@ def _scan_settings(lines: list[str]) -> dict[str, object]:
         for match in _SETTING.finditer(text):
             name = _SETTING_KEYS[match[1]]
             found.setdefault(name, _as_value(match[2]))
+    flags = {m[1]: m[2].lower() == "true" for text in lines for m in _HALF_FLAG.finditer(text)}
+    if flags and not any(flags.values()):
+        found["precision"] = "fp32"  # a TrainingArguments dump with fp16=False, bf16=False
     if isinstance(found.get("optimizer"), str):
         found["optimizer"] = normalise_optimizer(str(found["optimizer"]))
     return found
