@@ -149,9 +149,10 @@ def _log(config: dict[str, Any], env: dict[str, Any], sample: str) -> str:
     """A log as an HF run prints it: versions and GPU, the TrainingArguments, then the failure
     (the body of a sample log of that cause)."""
     args = ", ".join(f"{k}={v}" for k, v in config.items())
+    sm = env["compute_capability"][3:]
     head = [f"[INFO] torch=={env['torch']} transformers=={env['transformers']}",
             f"GPU 0: {env['gpu_name']} (UUID: GPU-0f3e)",
-            f"Compute capability: {env['compute_capability'][3:-1]}.{env['compute_capability'][-1]}",
+            f"Compute capability: {sm[:-1]}.{sm[-1]}",
             f"TrainingArguments({args}, fp16={config.get('fp16', False)})"]
     return "\n".join(head) + "\n" + (SAMPLES / f"{sample}.log").read_text(encoding="utf-8")
 
