@@ -197,23 +197,7 @@ def test_folder_and_csv_samples(tmp_path: Path) -> None:
                        "t.csv": {"nan_empty_inputs", "seed", "warmup_clipping"}}
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """The CLI in-process (a subprocess per call costs seconds of torch import)."""
-    import contextlib
-    import io
-    from unittest import mock
-
-    from minrepro.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code: int | str | None = 0
-    with mock.patch.object(sys, "argv", ["minrepro", *args]), \
-            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main()
-        except SystemExit as exit_:
-            code = exit_.code
-    return subprocess.CompletedProcess(args, int(code or 0), out.getvalue(), err.getvalue())
+CliRunner = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def test_cli_subprocess_end_to_end(tmp_path: Path) -> None:
@@ -224,10 +208,10 @@ def test_cli_subprocess_end_to_end(tmp_path: Path) -> None:
     assert result.returncode == 1 and "FAIL learning_rate" in result.stdout, result.stderr
 
 
-def test_cli_json_and_exit_codes(tmp_path: Path) -> None:
+def test_cli_json_and_exit_codes(tmp_path: Path, cli: CliRunner) -> None:
     run = Run()
     config = run.write(tmp_path)
-    clean = _cli("preflight", str(config), "--model-config", str(tmp_path / "model.json"),
+    clean = cli("preflight", str(config), "--model-config", str(tmp_path / "model.json"),
                  "--gpu", "A100-80GB", "--json")
     data = json.loads(clean.stdout)
     assert {c["name"] for c in data["checks"]} == set(SEEDED)
@@ -235,19 +219,19 @@ def test_cli_json_and_exit_codes(tmp_path: Path) -> None:
     failed = {c["name"] for c in data["checks"] if c["status"] == "fail"}
     assert clean.returncode == (1 if failed else 0), (failed, clean.stderr)
     assert failed <= {"num_workers"}  # this machine's cores, not the A100 host's
-    bad = _cli("preflight", str(config), "--gpu", "T4", "--model-config",
+    bad = cli("preflight", str(config), "--gpu", "T4", "--model-config",
                str(tmp_path / "model.json"))
     assert bad.returncode == 1 and "FAIL memory" not in bad.stdout
     assert "FAIL precision_gpu" not in bad.stdout  # fp16 is fine on a T4
 
 
 @pytest.mark.parametrize("content", ["[1, 2]", "{not json", "\x00\x01binary"])
-def test_bad_input_is_one_line_exit_2(content: str, tmp_path: Path) -> None:
+def test_bad_input_is_one_line_exit_2(content: str, tmp_path: Path, cli: CliRunner) -> None:
     path = tmp_path / "bad.json"
     path.write_text(content)
     for args in (("preflight", str(path)), ("preflight", str(tmp_path / "none.yaml")),
                  ("preflight", str(tmp_path))):
-        result = _cli(*args)
+        result = cli(*args)
         assert result.returncode == 2 and "Traceback" not in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 

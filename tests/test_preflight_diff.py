@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -205,16 +203,15 @@ def test_same_run_as_log_and_snapshot_has_no_differences(tmp_path: Path) -> None
     assert compare(a, b) == []
 
 
-def test_markdown_is_inert_and_cli_json(tmp_path: Path) -> None:
+def test_markdown_is_inert_and_cli_json(tmp_path: Path, cli: Callable[..., Any]) -> None:
     config = dict(BASE, optim="@someone", learning_rate=0.01)
     (tmp_path / "a.json").write_text(json.dumps(BASE))
     (tmp_path / "b.yaml").write_text(json.dumps(config))
     a, b = read_run(str(tmp_path / "a.json")), read_run(str(tmp_path / "b.yaml"))
     text = differences_to_markdown(a, b, compare(a, b, "lr_divergence"), "lr_divergence")
     assert "@someone" not in text and "| 1 | learning_rate |" in text
-    result = subprocess.run([sys.executable, "-m", "minrepro", "diff", str(tmp_path / "a.json"),
-                             str(tmp_path / "b.yaml"), "--cause", "lr_divergence", "--json"],
-                            capture_output=True, text=True, timeout=120, cwd=ROOT)
+    result = cli("diff", str(tmp_path / "a.json"), str(tmp_path / "b.yaml"),
+                 "--cause", "lr_divergence", "--json")
     data = json.loads(result.stdout)
     assert data["differences"][0] == {"key": "learning_rate", "a": 2e-5, "b": 0.01,
                                       "cause": "lr_divergence", "score": 1.0}

@@ -109,3 +109,25 @@ def test_estimate_within_15_percent_of_measured(name: str, optimizer: str) -> No
           f"activations error {activations:+.1%}")
     assert abs(total) <= 0.15
     assert abs(activations) <= 0.15
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("name", ["bert", "gpt2", "llama"])
+def test_estimate_against_cuda_max_memory_allocated(name: str) -> None:
+    """On a GPU: the estimate against `torch.cuda.max_memory_allocated` over one step
+    (transient buffers included there, so this bound is the looser one)."""
+    model, batch, config = _model_and_batch(name)
+    model.cuda()
+    batch = {k: v.cuda() for k, v in batch.items()}
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    model(**batch).loss.backward()
+    optimizer.step()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - base + sum(p.nbytes for p in model.parameters())
+    estimate = estimate_memory(shape_from_config(config), batch=BATCH, seq_len=SEQ).total
+    error = (estimate - peak) / peak
+    print(f"memory {name} cuda: estimate {estimate} max_memory_allocated {peak} {error:+.1%}")
+    assert abs(error) <= 0.15
