@@ -136,13 +136,24 @@ def _attention_elems(shape: ModelShape, seq_len: int, eager: bool) -> float:
     return core
 
 
-def _layer_elems(shape: ModelShape, seq_len: int, eager: bool) -> float:
-    """Elements of the activation dtype one block saves per token."""
+#: Of a block's residual-stream tensors (h per token each): how many it saves, and how many
+#: of those stay fp32 under autocast (the norms' inputs; RMSNorm's normalised value too).
+_NORM_TERMS = {"bert": (4, 2), "gpt2": (4, 2), "llama": (6, 4)}
+_FINAL_NORM = {"bert": (0, 0), "gpt2": (1, 0), "llama": (2, 1)}
+#: Under autocast an fp32 input is cast once per linear that reads it: separate q, k, v
+#: projections (and LLaMA's gate and up) each keep their own half copy; fused ones one.
+_EXTRA_CASTS = {"bert": 2, "gpt2": 0, "llama": 3}
+
+
+def _layer_elems(shape: ModelShape, seq_len: int, eager: bool,
+                 mixed: bool) -> tuple[float, float]:
+    """Elements one block saves per token: (in the activation dtype, in fp32 under autocast)."""
     h = shape.hidden
     mlp = _MLP_SAVES.get(shape.activation, 2) * shape.intermediate
     attention = _attention_elems(shape, seq_len, eager)
-    norms = {"bert": 4 * h, "gpt2": 4 * h, "llama": 6 * h}[shape.family]
-    return attention + mlp + norms
+    terms, full = _NORM_TERMS[shape.family]
+    casts = _EXTRA_CASTS[shape.family] * h if mixed else 0
+    return attention + mlp + (terms - full) * h + casts, full * h
 
 
 def _small_bytes(shape: ModelShape) -> float:
@@ -151,22 +162,42 @@ def _small_bytes(shape: ModelShape) -> float:
     return shape.layers * (2 * per_norm + 4 * shape.heads)
 
 
+def linear_params(shape: ModelShape) -> int:
+    """Weights of the matrix multiplies: what autocast casts to half and keeps for backward."""
+    h, i, v = shape.hidden, shape.intermediate, shape.vocab
+    kv = shape.kv_heads * (h // shape.heads)
+    block = 2 * h * h + 2 * h * kv + 3 * h * i if shape.family == "llama" else 4 * h * h + 2 * h * i
+    head = v * h if shape.head == "lm" else h * shape.num_labels + (
+        h * h if shape.family == "bert" else 0)
+    return shape.layers * block + head
+
+
 def activation_bytes(shape: ModelShape, *, batch: int, seq_len: int, dtype: str = "fp32",
                      attention: str = "sdpa", device: str = "cuda") -> int:
-    """Bytes autograd keeps for backward in one step of `batch` sequences of `seq_len`."""
-    size = DTYPE_BYTES[dtype]
-    mask = size if device == "cpu" else 1  # CPU dropout keeps a float mask, CUDA a bool one
+    """Bytes autograd keeps for backward in one step of `batch` sequences of `seq_len`.
+
+    `dtype` fp16/bf16 means autocast (mixed precision): matmul inputs and outputs are half,
+    the residual stream and the norms stay fp32, and the half copies of the weights are kept.
+    """
+    low = DTYPE_BYTES[dtype]
+    mixed = dtype != "fp32"
+    half_mask, full_mask = (low, 4) if device == "cpu" else (1, 1)  # CPU keeps float masks
     h = shape.hidden
-    per_token = size * shape.layers * _layer_elems(shape, seq_len, attention == "eager")
-    per_token += size * h + (mask * h if shape.dropout else 0)  # embeddings
+    in_low, in_full = _layer_elems(shape, seq_len, attention == "eager", mixed)
+    final_terms, final_full = _FINAL_NORM[shape.family]
+    per_token = shape.layers * (low * in_low + 4 * in_full) if mixed else (
+        low * shape.layers * (in_low + in_full))
+    per_token += 4 * h + (full_mask * h if shape.dropout else 0)  # embeddings: fp32
     if shape.dropout and shape.family != "llama":
-        per_token += mask * shape.layers * 2 * h
-    per_token += size * {"bert": 0, "gpt2": h, "llama": 2 * h}[shape.family]  # final norm
+        per_token += half_mask * shape.layers * 2 * h
+    per_token += (low * (final_terms - final_full) + 4 * final_full) * h
     per_token += 4 * shape.vocab if shape.head == "lm" else 0  # log-softmax output, fp32
     per_token += _small_bytes(shape) + 16  # input ids and labels
     total = per_token * batch * seq_len
-    if shape.head == "classification":
-        total += size * h * batch * (seq_len if shape.family == "bert" else 1)
+    if shape.head == "classification":  # the pooled token (a view of the whole last layer)
+        total += low * h * batch * (seq_len if shape.family == "bert" and not mixed else 1)
+    if mixed:
+        total += low * linear_params(shape)
     return int(total)
 
 
