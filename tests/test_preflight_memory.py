@@ -43,6 +43,16 @@ def _configs() -> dict[str, tuple[Any, str]]:
                               resid_pdrop=0.1, embd_pdrop=0.1, attn_pdrop=0.0, use_cache=False,
                               bos_token_id=0, eos_token_id=0),
                  "GPT2LMHeadModel"),
+        "qwen2": (t.Qwen2Config(hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                num_key_value_heads=2, intermediate_size=320, vocab_size=1200,
+                                use_cache=False, max_position_embeddings=256),
+                  "Qwen2ForCausalLM"),
+        "xlm-roberta": (t.XLMRobertaConfig(hidden_size=192, num_hidden_layers=2,
+                                           num_attention_heads=6, intermediate_size=768,
+                                           vocab_size=1500, num_labels=4,
+                                           max_position_embeddings=514, hidden_dropout_prob=0.1,
+                                           attention_probs_dropout_prob=0.0),
+                        "XLMRobertaForSequenceClassification"),
         "llama": (t.LlamaConfig(hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
                                 num_key_value_heads=2, intermediate_size=344, vocab_size=1000,
                                 max_position_embeddings=256, use_cache=False),
@@ -106,7 +116,8 @@ def estimate_error(name: str, optimizer: str = "adamw",
 @pytest.mark.parametrize(("name", "optimizer", "precision"), [
     ("bert", "adamw", "fp32"), ("bert-dropout", "adamw", "fp32"), ("roberta", "sgd", "fp32"),
     ("gpt2", "adamw", "fp32"), ("llama", "adamw", "fp32"), ("llama", "sgd", "fp32"),
-    ("bert-dropout", "adamw", "bf16"), ("gpt2", "adamw", "bf16"), ("llama", "adamw", "bf16")])
+    ("bert-dropout", "adamw", "bf16"), ("gpt2", "adamw", "bf16"), ("llama", "adamw", "bf16"),
+    ("qwen2", "adamw", "bf16"), ("xlm-roberta", "adamw", "fp32")])
 def test_estimate_within_15_percent_of_measured(name: str, optimizer: str,
                                                 precision: str) -> None:
     """fp32, and bf16 autocast (mixed precision, as HF's bf16=True runs it)."""

@@ -44,6 +44,7 @@ class ModelShape:
     head: str = "lm"  # "lm" (logits over the vocab) or "classification"
     num_labels: int = 2
     dropout: bool = False  # hidden dropout > 0: a mask per dropout site is saved
+    qkv_bias: bool = False  # LLaMA-family models with q/k/v biases (Qwen2, attention_bias)
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,9 @@ def shape_from_config(config: dict[str, object]) -> ModelShape:
         tied=bool(config.get("tie_word_embeddings", family != "llama")),
         head="classification" if classify else "lm",
         num_labels=_int(config, "num_labels", default=len(config.get("id2label") or {}) or 2),  # type: ignore[arg-type]
-        dropout=isinstance(drop, (int, float)) and drop > 0)
+        dropout=isinstance(drop, (int, float)) and drop > 0,
+        qkv_bias=family == "llama" and (config.get("attention_bias") is True or str(
+            config.get("model_type", "")).startswith("qwen2")))
 
 
 def count_params(shape: ModelShape) -> int:
@@ -113,7 +116,7 @@ def count_params(shape: ModelShape) -> int:
     h, i, v = shape.hidden, shape.intermediate, shape.vocab
     kv = shape.kv_heads * (h // shape.heads)
     if shape.family == "llama":
-        block = 2 * h * h + 2 * h * kv + 3 * h * i + 2 * h
+        block = 2 * h * h + 2 * h * kv + 3 * h * i + 2 * h + (h + 2 * kv if shape.qkv_bias else 0)
         embed, final = v * h, h + (0 if shape.tied else v * h)
     else:
         block = 4 * h * h + 4 * h + 2 * h * i + i + h + 4 * h
