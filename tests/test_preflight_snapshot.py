@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,3 +77,15 @@ def test_snapshot_reads_back_for_preflight_and_diff(tmp_path: Path) -> None:
     assert keys[0] == "learning_rate" and {"cuda_build", "gpu_name"} <= set(keys)
     env_first = compare(read_run(str(a.path)), read_run(str(b.path)), "cuda_env_mismatch")
     assert env_first[0].key in ("cuda_build", "gpu_name", "compute_capability")
+
+
+def test_cli_snapshot_and_list(tmp_path: Path, cli: Callable[..., Any]) -> None:
+    config, out = _project(tmp_path), tmp_path / "snaps"
+    taken = cli("snapshot", str(config), "-o", str(out))
+    assert taken.returncode == 0, taken.stderr
+    snapshot_id = taken.stdout.split()[0]
+    listed = cli("snapshot", "--list", "-o", str(out))
+    assert listed.returncode == 0 and listed.stdout.startswith(snapshot_id)
+    assert "config.json" in listed.stdout
+    bad = cli("snapshot", str(tmp_path / "missing.yaml"), "-o", str(out))
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
