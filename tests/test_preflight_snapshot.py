@@ -89,3 +89,12 @@ def test_cli_snapshot_and_list(tmp_path: Path, cli: Callable[..., Any]) -> None:
     assert "config.json" in listed.stdout
     bad = cli("snapshot", str(tmp_path / "missing.yaml"), "-o", str(out))
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_snapshot_elsewhere_keeps_the_configs_data_paths(tmp_path: Path) -> None:
+    config = _project(tmp_path)
+    taken = take_snapshot(config, tmp_path / "far" / "away", machine=MACHINE)
+    loaded = load_config(taken.path)
+    path = loaded.path("train_file")
+    assert path is not None and path.exists()
+    assert taken.id == take_snapshot(config, tmp_path / "other", machine=MACHINE).id

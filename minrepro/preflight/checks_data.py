@@ -85,12 +85,16 @@ def check_nan_empty(inputs: Inputs) -> Outcome:
         if sample is None:
             continue
         if sample.nan_count:
-            bad.append(f"{sample.path}: {sample.nan_count} rows with NaN/Inf "
+            bad.append(f"{sample.path}: {_rows(sample.nan_count)} with NaN/Inf "
                        f"(first {list(sample.nan_rows)})")
         if sample.empty_count:
-            bad.append(f"{sample.path}: {sample.empty_count} rows with an empty input "
+            bad.append(f"{sample.path}: {_rows(sample.empty_count)} with an empty input "
                        f"(first {list(sample.empty_rows)})")
     return failed("; ".join(bad)) if bad else passed("no NaN, Inf or empty inputs")
+
+
+def _rows(count: int) -> str:
+    return f"{count} row" + ("" if count == 1 else "s")
 
 
 def check_eval_overlap(inputs: Inputs) -> Outcome:

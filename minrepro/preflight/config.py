@@ -250,6 +250,8 @@ def load_config(path: str | Path) -> RunConfig:
     data = read_mapping(path)
     base = str(path.resolve().parent)
     if "snapshot_version" in data and isinstance(data.get("config"), dict):
-        inner = config_from_mapping(data["config"], source=path.name, base_dir=base)
+        where = data.get("config_dir")  # relative data paths are the config's, not the snapshot's
+        inner = config_from_mapping(data["config"], source=path.name,
+                                    base_dir=where if isinstance(where, str) else base)
         return RunConfig(**{**inner.__dict__, "kind": "snapshot"})
     return config_from_mapping(data, source=path.name, base_dir=base)

@@ -2,8 +2,8 @@
 of uncommitted changes, and a fingerprint of its data files, as one JSON whose id is a prefix
 of the hash of its content (the same run twice gives the same id; any change, a new one).
 
-`created` is the only field left out of the hash: when a snapshot was taken says nothing of
-what ran.
+`created` and `config_dir` are left out of the hash: when a snapshot was taken, and from
+which folder its relative data paths are read, say nothing of what ran.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ PACKAGES = ("torch", "transformers", "accelerate", "datasets", "tokenizers", "nu
             "lightning", "pytorch-lightning", "deepspeed", "peft", "bitsandbytes", "triton",
             "flash-attn", "xformers", "timm", "torchvision", "minrepro")
 _FINGERPRINT_BYTES = 16 << 20
+_UNHASHED = ("id", "created", "config_dir")
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ def build_content(config: RunConfig | None, raw: dict[str, Any] | None,
 
 
 def content_id(content: dict[str, Any]) -> str:
-    hashed = {k: v for k, v in content.items() if k not in ("id", "created")}
+    hashed = {k: v for k, v in content.items() if k not in _UNHASHED}
     text = json.dumps(hashed, sort_keys=True, ensure_ascii=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:ID_LENGTH]
 
@@ -131,7 +132,7 @@ def take_snapshot(config_path: Path | None, out_dir: Path = DEFAULT_DIR,
     content = build_content(config, raw, machine or probe_machine(), where)
     snapshot_id = content_id(content)
     content = {"id": snapshot_id, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-               **content}
+               "config_dir": str(where) if config_path is not None else None, **content}
     path = out_dir / f"{snapshot_id}.json"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
