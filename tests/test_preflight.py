@@ -225,9 +225,15 @@ def test_cli_json_and_exit_codes(tmp_path: Path, cli: CliRunner) -> None:
     assert "FAIL precision_gpu" not in bad.stdout  # fp16 is fine on a T4
 
 
-@pytest.mark.parametrize("content", ["[1, 2]", "{not json", "\x00\x01binary"])
+_BOMB = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+    f"{chr(98 + n)}: &{chr(98 + n)} [{', '.join([f'*{chr(97 + n)}'] * 9)}]\n" for n in range(8))
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", "{not json", "\x00\x01binary", _BOMB,
+                                     '{"a":' * 5000 + "1" + "}" * 5000],
+                         ids=["list", "broken", "binary", "alias_bomb", "deep"])
 def test_bad_input_is_one_line_exit_2(content: str, tmp_path: Path, cli: CliRunner) -> None:
-    path = tmp_path / "bad.json"
+    path = tmp_path / "bad.yaml"
     path.write_text(content)
     for args in (("preflight", str(path)), ("preflight", str(tmp_path / "none.yaml")),
                  ("preflight", str(tmp_path))):

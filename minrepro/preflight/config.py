@@ -108,21 +108,34 @@ def _key(name: str) -> str:
     return name.strip().lstrip("-").replace("-", "_").lower()
 
 
+_MAX_KEYS = 20_000  # a config has hundreds; YAML aliases can make billions
+_MAX_DEPTH = 32
+_MAX_BYTES = 8 << 20
+
+
 def flatten(data: Any, prefix: str = "") -> dict[str, Scalar]:
-    """Nested mappings -> {"trainer.max_epochs": 3, ...}; lists of scalars joined."""
+    """Nested mappings -> {"trainer.max_epochs": 3, ...}; lists of scalars joined.
+    BadInputError past 20,000 keys or 32 levels (an alias bomb, not a config)."""
     out: dict[str, Scalar] = {}
+    _flatten_into(out, data, prefix, 0)
+    return out
+
+
+def _flatten_into(out: dict[str, Scalar], data: Any, prefix: str, depth: int) -> None:
+    if depth > _MAX_DEPTH or len(out) > _MAX_KEYS:
+        raise BadInputError("config is nested too deeply or has too many keys")
     if isinstance(data, dict):
         for name, value in data.items():
-            out.update(flatten(value, f"{prefix}.{_key(str(name))}" if prefix else _key(str(name))))
+            key = f"{prefix}.{_key(str(name))}" if prefix else _key(str(name))
+            _flatten_into(out, value, key, depth + 1)
     elif isinstance(data, list):
         if all(isinstance(v, (str, int, float, bool)) or v is None for v in data):
-            out[prefix] = ",".join(str(v) for v in data)
+            out[prefix] = ",".join(str(v) for v in data[:64])[:1000]
         else:
             for index, value in enumerate(data):
-                out.update(flatten(value, f"{prefix}.{index}"))
+                _flatten_into(out, value, f"{prefix}.{index}", depth + 1)
     elif isinstance(data, (str, int, float, bool)) or data is None:
         out[prefix] = data
-    return out
 
 
 def leaf(key: str) -> str:
@@ -230,12 +243,14 @@ def read_mapping(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise BadInputError(f"{where}: not a file")
     try:
+        if path.stat().st_size > _MAX_BYTES:
+            raise BadInputError(f"{where}: over {_MAX_BYTES >> 20} MiB: not a config")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise BadInputError(f"{where}: cannot read: {type(err).__name__}") from None
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as err:
+    except (ValueError, yaml.YAMLError, RecursionError) as err:
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise BadInputError(f"{where}: not valid JSON/YAML: {first[:120]}") from None
     if not isinstance(data, dict):
