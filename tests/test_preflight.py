@@ -216,6 +216,8 @@ def test_cli_json_and_exit_codes(tmp_path: Path, cli: CliRunner) -> None:
     data = json.loads(clean.stdout)
     assert {c["name"] for c in data["checks"]} == set(SEEDED)
     assert all(set(c) >= {"name", "cause", "status", "detail"} for c in data["checks"])
+    by_name = {c["name"]: c for c in data["checks"]}
+    assert "MR-CONV-001" in by_name["max_length"]["rules"] and by_name["seed"]["rules"] == []
     failed = {c["name"] for c in data["checks"] if c["status"] == "fail"}
     assert clean.returncode == (1 if failed else 0), (failed, clean.stderr)
     assert failed <= {"num_workers"}  # this machine's cores, not the A100 host's

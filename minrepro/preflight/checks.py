@@ -97,17 +97,35 @@ def any_failed(results: list[CheckResult]) -> bool:
     return any(r.status == Status.FAIL for r in results)
 
 
+def rules_for(causes: set[str]) -> dict[str, list[str]]:
+    """The diagnose rule ids that name each cause: the rules a prevented failure would fire."""
+    from minrepro.diagnose.rules.registry import load_rules
+
+    loaded = load_rules()
+    return {cause: sorted(rule.id for rule in loaded.for_cause(cause)) for cause in causes}
+
+
 def results_to_json(results: list[CheckResult]) -> dict[str, Any]:
-    """{"checks": [{name, cause, root, status, detail}, ...], "failed": N}"""
-    return {"checks": [{"name": r.name, "cause": r.cause, "root": str(r.root),
-                        "status": str(r.status), "detail": r.detail} for r in results],
+    """{"checks": [{name, cause, rules, root, status, detail}, ...], "failed": N}"""
+    rules = rules_for({r.cause for r in results if r.cause})
+    return {"checks": [{"name": r.name, "cause": r.cause,
+                        "rules": rules.get(r.cause, []) if r.cause else [],
+                        "root": str(r.root), "status": str(r.status), "detail": r.detail}
+                       for r in results],
             "failed": sum(r.status == Status.FAIL for r in results)}
+
+
+def _prevents(result: CheckResult, rules: dict[str, list[str]]) -> str:
+    if not result.cause or result.status != Status.FAIL:
+        return ""
+    named = rules.get(result.cause)
+    return f"  [prevents {result.cause}" + (f": {', '.join(named)}]" if named else "]")
 
 
 def results_to_text(results: list[CheckResult]) -> str:
     marks = {Status.PASS: "ok  ", Status.FAIL: "FAIL", Status.CANNOT_CHECK: "--  "}
-    lines = [f"{marks[r.status]} {r.name:<17} {r.detail}"
-             + (f"  [prevents {r.cause}]" if r.cause and r.status == Status.FAIL else "")
+    rules = rules_for({r.cause for r in results if r.cause and r.status == Status.FAIL})
+    lines = [f"{marks[r.status]} {r.name:<17} {r.detail}{_prevents(r, rules)}"
              for r in results]
     failed = sum(r.status == Status.FAIL for r in results)
     lines.append(f"{failed} failed, {sum(r.status == Status.PASS for r in results)} passed, "
