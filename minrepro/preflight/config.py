@@ -227,6 +227,8 @@ def config_from_mapping(data: dict[str, Any], *, source: str = "config",
     if "optimizer" in settings or any(k.startswith("optimizer") for k in flat):
         settings["optimizer"] = _optimizer_name(flat, settings.get("optimizer", ""))
     defaults = {"hf": _HF_DEFAULTS, "lightning": _LIGHTNING_DEFAULTS}.get(kind, {})
+    if kind == "lightning" and isinstance(data.get("trainer"), dict):
+        defaults = {**defaults, "seed": True}  # LightningCLI's seed_everything default
     applied = tuple(sorted(k for k in defaults if k not in settings))
     settings.update({k: defaults[k] for k in applied})
     precision = _precision(flat)
