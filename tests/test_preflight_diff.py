@@ -216,3 +216,17 @@ def test_markdown_is_inert_and_cli_json(tmp_path: Path, cli: Callable[..., Any])
     assert data["differences"][0] == {"key": "learning_rate", "a": 2e-5, "b": 0.01,
                                       "cause": "lr_divergence", "score": 1.0}
     assert all(set(d) >= {"key", "a", "b", "cause"} for d in data["differences"])
+
+
+def test_log_settings_are_typed_values_not_prose() -> None:
+    from minrepro.preflight.facts import _scan_settings
+
+    found = _scan_settings([
+        "    lr: The learning rate of the optimizer.", "    batch_size: int = 8",
+        "{'loss': 2.31, 'learning_rate': 1e-07, 'epoch': 0.1}",
+        "step 10 loss: 2.3 lr: 0.0", "optimizer: 309.28",
+        "aio_config ...... {'block_size': 1048576, 'queue_depth': 8}",
+        "Namespace(lr=0.1, batch_size=32, optimizer='AdamW', gradient_checkpointing=True)",
+        "Instantaneous batch size per device = 16"])  # the first printed value wins
+    assert found == {"learning_rate": 0.1, "batch_size": 32.0, "optimizer": "adamw",
+                     "gradient_checkpointing": True}

@@ -33,8 +33,10 @@ _ENV_KEYS = {"torch_version": "torch", "cuda_version": "cuda_build", "driver_ver
 _CONFIG_SUFFIXES = (".json", ".yaml", ".yml")
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _WORD = r"[\w.+/-]{1,64}"
+#: Names a log prints settings under; `block_size` left out (DeepSpeed's aio block size).
 _SETTING_KEYS = {key: name for name, keys in ALIASES.items() for key in keys
-                 if name not in ("train_file", "eval_file", "output_dir", "lock_file")}
+                 if name not in ("train_file", "eval_file", "output_dir", "lock_file")
+                 and key != "block_size"}
 _SETTING = re.compile(
     r"(?<![\w.])[\"']?(" + "|".join(sorted(_SETTING_KEYS, key=len, reverse=True)) +
     r")[\"']?\s*(?:=|:)\s*[\"']?(" + _NUMBER + "|" + _WORD + ")")
@@ -43,6 +45,14 @@ _HF_ACCUM = re.compile(r"Gradient Accumulation steps = (\d+)")
 _HALF_FLAG = re.compile(r"\b(fp16|bf16)\s*[=:]\s*(True|False|true|false)\b")
 _KNOWN_LEAVES = frozenset(k for keys in ALIASES.values() for k in keys) | set(PRECISION_KEYS)
 _MAX_SCAN_LINES = 50_000  # settings are printed at the start; a whole log is not needed
+_METRIC_LINE = re.compile(r"loss\W{1,4}[-+]?\d")  # "loss: 2.31", "'loss': 0.5": a progress record
+_WORD_SETTINGS = frozenset({"optimizer", "model_name"})
+_BOOL_SETTINGS = frozenset({"gradient_checkpointing"})
+_OPTIMIZERS = frozenset({"adafactor", "adagrad", "rmsprop", "lion", "lamb", "adamw", "adam",
+                         "sgd", "adamw_8bit"})
+#: Words that are a type or prose where a value should be (`lr: float`, `batch_size: int`).
+_NOT_VALUES = frozenset({"none", "null", "dict", "list", "str", "int", "float", "bool", "true",
+                         "false", "the", "a", "an", "optional", "any", "type", "object", "is"})
 
 
 @dataclass(frozen=True)
@@ -108,17 +118,35 @@ def _scan_settings(lines: list[str]) -> dict[str, object]:
             match = pattern.search(text)
             if match:
                 found.setdefault(name, float(match[1]))
-        if "loss" in text and "{" in text:  # a metrics record: its lr is the schedule's
+        if _METRIC_LINE.search(text):  # a progress record: its lr is the schedule's
             continue
         for match in _SETTING.finditer(text):
             name = _SETTING_KEYS[match[1]]
-            found.setdefault(name, _as_value(match[2]))
+            value = _typed(name, match[2])
+            if value is not None:
+                found.setdefault(name, value)
     flags = {m[1]: m[2].lower() == "true" for text in lines for m in _HALF_FLAG.finditer(text)}
     if flags and not any(flags.values()):
         found["precision"] = "fp32"  # a TrainingArguments dump with fp16=False, bf16=False
-    if isinstance(found.get("optimizer"), str):
-        found["optimizer"] = normalise_optimizer(str(found["optimizer"]))
     return found
+
+
+def _typed(name: str, text: str) -> Value | None:
+    """A printed value as the setting's type, or None where it is not one (prose, a type
+    name in a docstring, a number where a name belongs)."""
+    if name in _BOOL_SETTINGS:
+        return {"true": True, "false": False}.get(text.lower())
+    value = _as_value(text)
+    if name in _WORD_SETTINGS:
+        if not isinstance(value, str) or value.lower() in _NOT_VALUES:
+            return None
+        if name == "optimizer":
+            family = normalise_optimizer(value)
+            return family if family in _OPTIMIZERS else None
+        return value
+    if not isinstance(value, float) or (name == "learning_rate" and value <= 0):
+        return None
+    return value
 
 
 def _read_lines(source: str) -> list[str]:
