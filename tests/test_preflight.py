@@ -249,3 +249,17 @@ def test_json_shape(tmp_path: Path) -> None:
     results = run_checks(gather(run.write(tmp_path), machine=A100))
     data = results_to_json(results)
     assert [c["name"] for c in data["checks"]] == [c.name for c in CHECKS]
+
+
+def test_a_real_training_arguments_dump_is_clean(tmp_path: Path) -> None:
+    """The JSON transformers itself writes (`TrainingArguments.to_json_string`)."""
+    transformers = pytest.importorskip("transformers")
+    args = transformers.TrainingArguments(output_dir=str(tmp_path / "out"), learning_rate=3e-5,
+                                          per_device_train_batch_size=16, use_cpu=True,
+                                          fp16=False, bf16=False)
+    path = tmp_path / "training_args.json"
+    path.write_text(args.to_json_string())
+    results = {r.name: r for r in run_checks(gather(path, machine=A100))}
+    assert not [r for r in results.values() if r.status == Status.FAIL]
+    assert results["learning_rate"].status == results["seed"].status == "pass"
+    assert results["warmup_clipping"].detail == "warmup none, clipping set"
