@@ -179,7 +179,9 @@ def facts_from_log(source: str) -> RunFacts:
 def read_run(source: str) -> RunFacts:
     """A config/snapshot (.json/.yaml holding a mapping) or else a log."""
     path = Path(source)
-    if source != "-" and not path.exists():
+    if source == "-":
+        raise BadInputError("diff reads each run as a file: give a path, not - (stdin)")
+    if not path.exists():
         raise BadInputError(f"{shown_path(source)}: no such file")
     if path.suffix.lower() in _CONFIG_SUFFIXES:
         return facts_from_config(path)
