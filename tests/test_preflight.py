@@ -263,3 +263,14 @@ def test_a_real_training_arguments_dump_is_clean(tmp_path: Path) -> None:
     assert not [r for r in results.values() if r.status == Status.FAIL]
     assert results["learning_rate"].status == results["seed"].status == "pass"
     assert results["warmup_clipping"].detail == "warmup none, clipping set"
+
+
+def test_token_labels_count_each_and_skip_ignore_index(tmp_path: Path) -> None:
+    rows = [{"tokens": ["a", "b", "c"], "labels": [0, 1, -100]},
+            {"tokens": ["d", "e"], "labels": [1, 9]}]
+    (tmp_path / "ner.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "c.json").write_text(json.dumps({"num_labels": 3, "seed": 1, "lr": 1e-4,
+                                                 "max_grad_norm": 1.0}))
+    results = run_checks(gather(tmp_path / "c.json", data=tmp_path / "ner.jsonl", machine=A100))
+    failed = {r.name: r.detail for r in results if r.status == "fail"}
+    assert set(failed) == {"label_range"} and "[9]" in failed["label_range"]

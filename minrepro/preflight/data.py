@@ -56,6 +56,10 @@ def _is_nan(value: Any) -> bool:
     return False
 
 
+def _label_text(label: Any) -> str:
+    return str(int(label)) if isinstance(label, float) and label.is_integer() else str(label)
+
+
 def _is_empty(value: Any) -> bool:
     return value is None or (isinstance(value, (str, list, dict)) and not value) or (
         isinstance(value, str) and not value.strip())
@@ -84,8 +88,10 @@ class _Tally:
         if key is not None and key in row:
             self.label_key = key
             label = row[key]
-            self.labels[str(int(label)) if isinstance(label, float) and label.is_integer()
-                        else str(label)] += 1
+            # token or multi-label rows: each label counts; -100 is the loss's ignore index
+            for item in label if isinstance(label, list) else [label]:
+                if item != -100:
+                    self.labels[_label_text(item)] += 1
         inputs = {k: v for k, v in row.items() if k != key}
         if any(_is_nan(v) for v in inputs.values()):
             self.nan.append(self.rows)
