@@ -34,6 +34,10 @@ def _configs() -> dict[str, tuple[Any, str]]:
                                       intermediate_size=256, vocab_size=800, num_labels=5,
                                       hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.0),
                          "BertForSequenceClassification"),
+        "bert-attention-dropout": (t.BertConfig(
+            hidden_size=128, num_hidden_layers=2, num_attention_heads=4, intermediate_size=512,
+            vocab_size=1000, num_labels=3, hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.1), "BertForSequenceClassification"),
         "roberta": (t.RobertaConfig(hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
                                     intermediate_size=512, vocab_size=1000, num_labels=2,
                                     max_position_embeddings=514, hidden_dropout_prob=0.0,
@@ -85,9 +89,11 @@ def _measured(model: Any, batch: dict[str, Any], optimizer: Any,
     return weights + grads + state + sum(saved.values()), sum(saved.values())
 
 
-def _model_and_batch(name: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+def _model_and_batch(name: str, attention: str = "sdpa",
+                     ) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     config, architecture = _configs()[name]
     config.architectures = [architecture]
+    config._attn_implementation = attention
     torch.manual_seed(0)
     model = getattr(transformers, architecture)(config)
     model.train()
@@ -97,18 +103,18 @@ def _model_and_batch(name: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     return model, {"input_ids": ids, "labels": labels}, config.to_dict()
 
 
-def estimate_error(name: str, optimizer: str = "adamw",
-                   precision: str = "fp32") -> tuple[float, float]:
+def estimate_error(name: str, optimizer: str = "adamw", precision: str = "fp32",
+                   attention: str = "sdpa") -> tuple[float, float]:
     """The estimate's relative error for the named tiny model and optimizer: in total, and
     in the activations alone (the part no weights-only estimator has)."""
-    model, batch, config = _model_and_batch(name)
+    model, batch, config = _model_and_batch(name, attention)
     shape = shape_from_config(config)
     assert count_params(shape) == sum(p.numel() for p in model.parameters()), name
     opt = (torch.optim.AdamW(model.parameters(), lr=1e-4) if optimizer == "adamw"
            else torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
     measured, activations = _measured(model, batch, opt, autocast=precision == "bf16")
     estimate = estimate_memory(shape, batch=BATCH, seq_len=SEQ, precision=precision, optimizer=(
-        "adamw" if optimizer == "adamw" else "sgd_momentum"), device="cpu")
+        "adamw" if optimizer == "adamw" else "sgd_momentum"), attention=attention, device="cpu")
     return ((estimate.total - measured) / measured,
             (estimate.activations - activations) / activations)
 
@@ -117,11 +123,13 @@ def estimate_error(name: str, optimizer: str = "adamw",
     ("bert", "adamw", "fp32"), ("bert-dropout", "adamw", "fp32"), ("roberta", "sgd", "fp32"),
     ("gpt2", "adamw", "fp32"), ("llama", "adamw", "fp32"), ("llama", "sgd", "fp32"),
     ("bert-dropout", "adamw", "bf16"), ("gpt2", "adamw", "bf16"), ("llama", "adamw", "bf16"),
-    ("qwen2", "adamw", "bf16"), ("xlm-roberta", "adamw", "fp32")])
+    ("qwen2", "adamw", "bf16"), ("xlm-roberta", "adamw", "fp32"),
+    ("bert-attention-dropout", "adamw", "fp32-eager"), ("llama", "adamw", "fp32-eager")])
 def test_estimate_within_15_percent_of_measured(name: str, optimizer: str,
                                                 precision: str) -> None:
-    """fp32, and bf16 autocast (mixed precision, as HF's bf16=True runs it)."""
-    total, activations = estimate_error(name, optimizer, precision)
+    """fp32, bf16 autocast (mixed precision, as HF's bf16=True runs it), eager attention."""
+    dtype, _, attention = precision.partition("-")
+    total, activations = estimate_error(name, optimizer, dtype, attention or "sdpa")
     print(f"memory {name} {optimizer} {precision}: total error {total:+.1%}, "
           f"activations error {activations:+.1%}")
     assert abs(total) <= 0.15

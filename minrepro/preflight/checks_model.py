@@ -120,8 +120,10 @@ def _fits(inputs: Inputs) -> tuple[int, int] | str:
     if inputs.machine.gpu_memory is None:
         return "no GPU here (name one with --gpu)"
     precision = config.precision if config.precision in DTYPE_BYTES else "fp32"
+    eager = any(k.endswith("attn_implementation") and v == "eager" for k, v in config.flat.items())
     estimate = estimate_memory(shape, batch=int(batch), seq_len=int(length), precision=precision,
-                               optimizer=str(config.get("optimizer") or "adamw"))
+                               optimizer=str(config.get("optimizer") or "adamw"),
+                               attention="eager" if eager else "sdpa")
     return estimate.total, int(inputs.machine.gpu_memory * _USABLE)
 
 

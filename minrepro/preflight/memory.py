@@ -45,6 +45,7 @@ class ModelShape:
     num_labels: int = 2
     dropout: bool = False  # hidden dropout > 0: a mask per dropout site is saved
     qkv_bias: bool = False  # LLaMA-family models with q/k/v biases (Qwen2, attention_bias)
+    attention_dropout: bool = False  # dropout on the attention probabilities (eager only)
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,11 @@ def _int(config: dict[str, object], *names: str, default: int | None = None) -> 
     if default is None:
         raise MinreproError(f"model config has no {names[0]}")
     return default
+
+
+def _positive(config: dict[str, object], *names: str) -> bool:
+    value = next((config[n] for n in names if n in config), 0.0)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
 def _family(config: dict[str, object]) -> str:
@@ -107,6 +113,8 @@ def shape_from_config(config: dict[str, object]) -> ModelShape:
         head="classification" if classify else "lm",
         num_labels=_int(config, "num_labels", default=len(config.get("id2label") or {}) or 2),  # type: ignore[arg-type]
         dropout=isinstance(drop, (int, float)) and drop > 0,
+        attention_dropout=_positive(config, "attention_probs_dropout_prob", "attn_pdrop",
+                                    "attention_dropout"),
         qkv_bias=family == "llama" and (config.get("attention_bias") is True or str(
             config.get("model_type", "")).startswith("qwen2")))
 
@@ -130,12 +138,14 @@ def count_params(shape: ModelShape) -> int:
 
 def _attention_elems(shape: ModelShape, seq_len: int, eager: bool) -> float:
     """Per token: q, k, v and the attention output; eager attention adds the probabilities
-    (and, with dropout, the mask and the dropped probabilities) and the context copy."""
+    (and, with dropout, the mask and the dropped probabilities), and with grouped kv heads
+    the keys and values repeated to every head."""
     h = shape.hidden
     kv = shape.kv_heads * (h // shape.heads)
     core = h + 2 * kv + h
     if eager:
-        core += shape.heads * seq_len * (3 if shape.dropout else 1)
+        core += shape.heads * seq_len * (3 if shape.attention_dropout else 1)
+        core += 2 * (h - kv)
     return core
 
 
