@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -41,3 +43,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
+
+
+@pytest.fixture
+def cli() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Runs `minrepro ARGS` in-process: see `run_cli`."""
+    return run_cli
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """`minrepro ARGS` in-process, as main() runs it (a subprocess per call costs seconds of
+    torch import): exit code, stdout and stderr."""
+    import contextlib
+    import io
+    from unittest import mock
+
+    from minrepro.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code: int | str | None = 0
+    with mock.patch.object(sys, "argv", ["minrepro", *args]), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main()
+        except SystemExit as exit_:
+            code = exit_.code
+    return subprocess.CompletedProcess(args, int(code or 0), out.getvalue(), err.getvalue())
