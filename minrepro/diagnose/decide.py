@@ -32,6 +32,7 @@ EXPLAINED_SHARE = 0.5  # what a finding keeps of its score when another explains
 #: is the cascade of a crash
 MAX_EVIDENCE = 8
 
+_SIGNALS = {2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
 _DTYPES = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16",
            "long": "int64", "int": "int32", "c10::half": "float16", "c10::bfloat16": "bfloat16",
            "float32": "float32", "float64": "float64", "float16": "float16", "int64": "int64"}
@@ -187,6 +188,9 @@ def _normalise(params: dict[str, ParamValue]) -> dict[str, ParamValue]:
             params[name] = _DTYPES.get(value.lower().removeprefix("torch."), value)
     if isinstance(params.get("op"), str):
         params["op"] = str(params["op"]).lower()
+    code = params.get("exit_code")
+    if "signal" not in params and isinstance(code, int) and -code in _SIGNALS:
+        params["signal"] = _SIGNALS[-code]  # a launcher's exitcode -N: killed by signal N
     return params
 
 
