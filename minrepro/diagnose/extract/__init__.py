@@ -28,6 +28,7 @@ from minrepro.diagnose.extract.events import (
 )
 from minrepro.diagnose.extract.kills import KillExtractor
 from minrepro.diagnose.extract.metrics import MetricExtractor
+from minrepro.diagnose.extract.packages import PackageExtractor
 from minrepro.diagnose.extract.traceback import TracebackExtractor
 from minrepro.diagnose.literals import any_of
 from minrepro.model import Event, Line
@@ -42,6 +43,7 @@ __all__ = [
     "MetricExtractor",
     "NcclExtractor",
     "OomExtractor",
+    "PackageExtractor",
     "RunEndedExtractor",
     "TracebackExtractor",
     "WorkerKilledExtractor",
@@ -52,7 +54,7 @@ __all__ = [
 
 EXTRACTOR_CLASSES = (TracebackExtractor, CudaAssertExtractor, OomExtractor, MetricExtractor,
                      LossScaleExtractor, NcclExtractor, WorkerKilledExtractor, EnvExtractor,
-                     RunEndedExtractor, KillExtractor)
+                     RunEndedExtractor, KillExtractor, PackageExtractor)
 
 
 class Extractor(Protocol):
