@@ -24,6 +24,7 @@ from minrepro.model import (
     ParamValue,
     RootClass,
     Severity,
+    package_key,
 )
 from minrepro.taxonomy import ROOT_OF
 
@@ -65,7 +66,8 @@ def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Dia
             else next(iter(rules.for_cause(best.cause)), None))
     return Diagnosis(
         cause=best.cause, category=best.category, confidence=round(best.score, 2),
-        params=_normalise(dict(best.params)), evidence=best.evidence,
+        params=_with_logged_version(_normalise(dict(best.params)), context.env or {}),
+        evidence=best.evidence,
         fix=rule.fix if rule else "", alternatives=alternatives,
         rule_id=rule.id if rule else None, title=rule.title if rule else best.cause,
         variant=best.variant, summary=rule.title if rule else "",
@@ -191,6 +193,18 @@ def _normalise(params: dict[str, ParamValue]) -> dict[str, ParamValue]:
     code = params.get("exit_code")
     if "signal" not in params and isinstance(code, int) and -code in _SIGNALS:
         params["signal"] = _SIGNALS[-code]  # a launcher's exitcode -N: killed by signal N
+    return params
+
+
+def _with_logged_version(params: dict[str, ParamValue], env: dict[str, str]
+                         ) -> dict[str, ParamValue]:
+    """The version the log shows of the package a finding names (pip freeze, a banner)."""
+    package = params.get("package")
+    if isinstance(package, str) and "logged_version" not in params:
+        key = package_key(package)
+        version = env.get("torch_version") if key == package_key("torch") else env.get(key)
+        if version:
+            params["logged_version"] = version
     return params
 
 
