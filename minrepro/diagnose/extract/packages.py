@@ -52,18 +52,22 @@ TRIGGERS = ("==", "=", "version", "-packages", "installed", "[conda]", "satisfie
 _may_hold = any_of(TRIGGERS)
 
 
+def _pair(match: re.Match[str]) -> tuple[str, str]:
+    return match[1], match[2]
+
+
 def _pairs(text: str) -> Iterator[tuple[str, str]]:
     """(name, version) pairs the line shows, in the order of the formats above."""
     if "==" in text:
-        yield from (m.groups() for m in _PINNED.finditer(text))
+        yield from (_pair(m) for m in _PINNED.finditer(text))
     elif "=" in text and _PIN_CONTEXT.search(text):  # name=1.2.3 is a pin only where one is said
-        yield from (m.groups() for m in _CONDA_PIN.finditer(text))
+        yield from (_pair(m) for m in _CONDA_PIN.finditer(text))
     if "[conda]" in text:
-        yield from (m.groups() for m in _CONDA_ROW.finditer(text))
+        yield from (_pair(m) for m in _CONDA_ROW.finditer(text))
     if "version" in text:
-        yield from (m.groups() for m in _BANNER.finditer(text))
+        yield from (_pair(m) for m in _BANNER.finditer(text))
     if "-packages" in text:
-        yield from (m.groups() for m in _PATH.finditer(text))
+        yield from (_pair(m) for m in _PATH.finditer(text))
     if "Successfully installed" in text:
         match = _INSTALLED.search(text)
         for token in match[1].split() if match else ():
@@ -71,7 +75,7 @@ def _pairs(text: str) -> Iterator[tuple[str, str]]:
             if pair:
                 yield pair[1], pair[2]
     if "satisfied" in text:
-        yield from (m.groups() for m in _SATISFIED.finditer(text))
+        yield from (_pair(m) for m in _SATISFIED.finditer(text))
 
 
 class PackageExtractor:
