@@ -56,6 +56,7 @@ class Context:
 def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Diagnosis:
     merged = _rank(_damp(_merge(findings),
                          context.first_failure if context.first_is_failure else None))
+    merged = [f for f in merged if f.score > 0]  # a pure veto names no alternative
     alternatives = tuple(Alternative(f.cause, f.category, f.score) for f in merged[1:4])
     if not merged or merged[0].score < THRESHOLD:
         return _undiagnosed(merged, alternatives, context)
