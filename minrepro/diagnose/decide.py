@@ -25,6 +25,7 @@ from minrepro.model import (
     RootClass,
     Severity,
     package_key,
+    package_versions,
 )
 from minrepro.taxonomy import ROOT_OF
 
@@ -199,7 +200,11 @@ def _normalise(params: dict[str, ParamValue]) -> dict[str, ParamValue]:
 
 def _with_logged_version(params: dict[str, ParamValue], env: dict[str, str]
                          ) -> dict[str, ParamValue]:
-    """The version the log shows of the package a finding names (pip freeze, a banner)."""
+    """The version the log shows of the package a finding names (pip freeze, a banner); a
+    missing keyword or name with no package named is the one package the log shows, if one."""
+    named = package_versions(env)
+    if "package" not in params and ("keyword" in params or "symbol" in params) and len(named) == 1:
+        params["package"] = next(iter(named))
     package = params.get("package")
     if isinstance(package, str) and "logged_version" not in params:
         key = package_key(package)
