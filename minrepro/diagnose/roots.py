@@ -56,6 +56,12 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "Report it upstream with the repro; try another release of the library.",
              message=r"INTERNAL ASSERT FAILED|please report a bug to PyTorch|"
                      r"this is a bug in|Please file an issue"),
+    # the project's own package not importable is the command's (cwd, PYTHONPATH), not an install
+    RootRule("MR-ROOT-017", C, "The project's own package is not on the import path",
+             "Run from the repository root, set PYTHONPATH to it, or pip install -e . there.",
+             types=("ModuleNotFoundError",), message=r"No module named '(?:src|models?|utils?|lib|"
+                                                     r"config|configs|modules|tools|core|common|"
+                                                     r"scripts)(?:'|\.)"),
     # the environment: what is installed
     RootRule("MR-ROOT-010", E, "A module the code imports is not installed",
              "Install the package that provides it (pip install ...), in the environment "
