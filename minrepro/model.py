@@ -217,6 +217,22 @@ class EnvFact:
     value: str
 
 
+#: EnvFact keys of installed packages: "package:transformers" -> "4.36.2".
+PACKAGE_FACT = "package:"
+_NAME_RUNS = re.compile(r"[-_. ]+")
+
+
+def package_key(name: str) -> str:
+    """The EnvFact key of a package, its name normalised as pip does (PEP 503):
+    "Pytorch_Lightning" and "pytorch-lightning" are one package."""
+    return PACKAGE_FACT + _NAME_RUNS.sub("-", name.strip()).lower()
+
+
+def package_versions(env: dict[str, str]) -> dict[str, str]:
+    """The packages of an env mapping (name -> version), apart from its other facts."""
+    return {k.removeprefix(PACKAGE_FACT): v for k, v in env.items() if k.startswith(PACKAGE_FACT)}
+
+
 @dataclass(frozen=True, slots=True)
 class RunEnded:
     """The run says it finished: "Training completed", the Trainer's train_runtime summary,

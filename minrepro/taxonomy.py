@@ -63,5 +63,5 @@ CORE_CAUSES: tuple[str, ...] = (
 
 #: Causes whose failure only shows on a CUDA device; their scripts exit 125 on CPU.
 GPU_ONLY_CAUSES: tuple[str, ...] = (
-    "cuda_oom", "allocator_fragmentation", "device_mismatch", "cuda_env_mismatch",
+    "cuda_oom", "allocator_fragmentation", "device_mismatch", "cuda_env_mismatch", "hardware_fault",
 )

@@ -127,6 +127,8 @@ def test_a_healthy_run_gets_no_root() -> None:
 
 @pytest.mark.parametrize(("exc", "frame", "root"), [
     ("ModuleNotFoundError: No module named 'flash_attn'", "train.py", "environment"),
+    ("ModuleNotFoundError: No module named 'models.base'", "train.py", "config"),
+    ("ModuleNotFoundError: No module named 'torch.utils.trainer'", "train.py", "environment"),
     ("ImportError: cannot import name 'Foo' from 'transformers'", "train.py", "environment"),
     ("AttributeError: module 'torch.distributed' has no attribute 'init_process_group'",
      "train.py", "environment"),

@@ -24,6 +24,8 @@ from minrepro.model import (
     ParamValue,
     RootClass,
     Severity,
+    package_key,
+    package_versions,
 )
 from minrepro.taxonomy import ROOT_OF
 
@@ -32,6 +34,7 @@ EXPLAINED_SHARE = 0.5  # what a finding keeps of its score when another explains
 #: is the cascade of a crash
 MAX_EVIDENCE = 8
 
+_SIGNALS = {2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
 _DTYPES = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16",
            "long": "int64", "int": "int32", "c10::half": "float16", "c10::bfloat16": "bfloat16",
            "float32": "float32", "float64": "float64", "float16": "float16", "int64": "int64"}
@@ -55,6 +58,7 @@ class Context:
 def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Diagnosis:
     merged = _rank(_damp(_merge(findings),
                          context.first_failure if context.first_is_failure else None))
+    merged = [f for f in merged if f.score > 0]  # a pure veto names no alternative
     alternatives = tuple(Alternative(f.cause, f.category, f.score) for f in merged[1:4])
     if not merged or merged[0].score < THRESHOLD:
         return _undiagnosed(merged, alternatives, context)
@@ -65,7 +69,8 @@ def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Dia
             else next(iter(rules.for_cause(best.cause)), None))
     return Diagnosis(
         cause=best.cause, category=best.category, confidence=round(best.score, 2),
-        params=_normalise(dict(best.params)), evidence=best.evidence,
+        params=_with_logged_version(_normalise(dict(best.params)), context.env or {}),
+        evidence=best.evidence,
         fix=fitted_fix(rule.fix, context.env or {}) if rule else "", alternatives=alternatives,
         rule_id=rule.id if rule else None, title=rule.title if rule else best.cause,
         variant=best.variant, summary=rule.title if rule else "",
@@ -190,6 +195,25 @@ def _normalise(params: dict[str, ParamValue]) -> dict[str, ParamValue]:
             params[name] = _DTYPES.get(value.lower().removeprefix("torch."), value)
     if isinstance(params.get("op"), str):
         params["op"] = str(params["op"]).lower()
+    code = params.get("exit_code")
+    if "signal" not in params and isinstance(code, int) and -code in _SIGNALS:
+        params["signal"] = _SIGNALS[-code]  # a launcher's exitcode -N: killed by signal N
+    return params
+
+
+def _with_logged_version(params: dict[str, ParamValue], env: dict[str, str]
+                         ) -> dict[str, ParamValue]:
+    """The version the log shows of the package a finding names (pip freeze, a banner); a
+    missing keyword or name with no package named is the one package the log shows, if one."""
+    named = package_versions(env)
+    if "package" not in params and ("keyword" in params or "symbol" in params) and len(named) == 1:
+        params["package"] = next(iter(named))
+    package = params.get("package")
+    if isinstance(package, str) and "logged_version" not in params:
+        key = package_key(package)
+        version = env.get("torch_version") if key == package_key("torch") else env.get(key)
+        if version:
+            params["logged_version"] = version
     return params
 
 

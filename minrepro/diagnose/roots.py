@@ -57,6 +57,12 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "Report it upstream with the repro; try another release of the library.",
              message=r"INTERNAL ASSERT FAILED|please report a bug to PyTorch|"
                      r"this is a bug in|Please file an issue"),
+    # the project's own package not importable is the command's (cwd, PYTHONPATH), not an install
+    RootRule("MR-ROOT-017", C, "The project's own package is not on the import path",
+             "Run from the repository root, set PYTHONPATH to it, or pip install -e . there.",
+             types=("ModuleNotFoundError",), message=r"No module named '(?:src|models?|utils?|lib|"
+                                                     r"config|configs|modules|tools|core|common|"
+                                                     r"scripts)(?:'|\.)"),
     # the environment: what is installed
     RootRule("MR-ROOT-010", E, "A module the code imports is not installed",
              "Install the package that provides it (pip install ...), in the environment "
@@ -102,7 +108,7 @@ ROOT_RULES: tuple[RootRule, ...] = (
              message=r"(?i)CUDA driver version is insufficient|no kernel image|"
                      r"driver on your system is too old|Found no NVIDIA driver|"
                      r"Torch not compiled with CUDA enabled|libcudart"),
-    RootRule("MR-ROOT-017", E, "A CUDA runtime or library (cuDNN, cuBLAS) call failed",
+    RootRule("MR-ROOT-008", E, "A CUDA runtime or library (cuDNN, cuBLAS) call failed",
              "Check that the torch build fits the driver and GPU (python -m "
              "torch.utils.collect_env); try CUDNN off (torch.backends.cudnn.enabled = False) "
              "to confirm, then reinstall a matching build.",

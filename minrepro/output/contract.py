@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from minrepro.model import Diagnosis, Failure, Frame
+from minrepro.model import PACKAGE_FACT, Diagnosis, Failure, Frame, package_versions
 
 
 def diagnosis_to_json(diagnosis: Diagnosis) -> dict[str, Any]:
@@ -29,9 +29,19 @@ def diagnosis_to_json(diagnosis: Diagnosis) -> dict[str, Any]:
         "variant": diagnosis.variant,
         "summary": diagnosis.summary,
         "source": diagnosis.source,
-        "env": dict(diagnosis.env),
+        "env": env_to_json(diagnosis.env),
         "warnings": list(diagnosis.warnings),
     }
+
+
+def env_to_json(env: dict[str, str]) -> dict[str, Any]:
+    """What the log shows of its environment: the facts (torch_version, gpu_name, ...) and,
+    under "packages", the installed packages' versions ({"transformers": "4.36.2"})."""
+    facts: dict[str, Any] = {k: v for k, v in env.items() if not k.startswith(PACKAGE_FACT)}
+    packages = package_versions(env)
+    if packages:
+        facts["packages"] = packages
+    return facts
 
 
 def failure_to_json(failure: Failure | None) -> dict[str, Any] | None:

@@ -32,11 +32,11 @@ from pathlib import Path
 from minrepro.diagnose.reader import LogReader
 from minrepro.errors import BadInputError, RenderError
 from minrepro.files import write_atomic
-from minrepro.model import Diagnosis, Evidence, Line, ParamValue
+from minrepro.model import PACKAGE_FACT, Diagnosis, Evidence, Line, ParamValue, package_versions
 from minrepro.output.redact import Redactor, local_redactor
 from minrepro.output.text import failure_summary, human_bytes
 from minrepro.report.envreport import EnvReport, format_env_text
-from minrepro.report.markdown import clean_line, code_span, fence, md_escape, sparkline
+from minrepro.report.markdown import clean_line, code_span, fence, md_escape, package_row, sparkline
 from minrepro.repro.verify import VerifyResult
 
 #: Masks identifying text (a `Redactor`), or returns it unchanged.
@@ -355,10 +355,10 @@ def _no_cause_section(diagnosis: Diagnosis, mask: Mask) -> str:
 def _env_section(diagnosis: Diagnosis, local_env: EnvReport | None, mask: Mask) -> str:
     parts = ["## Environment", "### From the log"]
     if diagnosis.env:
-        keys = [k for k in _ENV_LABELS if k in diagnosis.env]
-        keys += [k for k in diagnosis.env if k not in _ENV_LABELS]
-        parts.append("\n".join(f"- {_ENV_LABELS.get(k, md_escape(k))}:"
-                               f" {code_span(diagnosis.env[k])}" for k in keys))
+        facts = {k: v for k, v in diagnosis.env.items() if not k.startswith(PACKAGE_FACT)}
+        keys = [k for k in _ENV_LABELS if k in facts] + [k for k in facts if k not in _ENV_LABELS]
+        rows = [f"- {_ENV_LABELS.get(k, md_escape(k))}: {code_span(facts[k])}" for k in keys]
+        parts.append("\n".join(rows + package_row(package_versions(diagnosis.env))))
     else:
         parts.append("The log does not reveal versions or GPU.")
     if local_env is not None:

@@ -21,6 +21,17 @@ def fence(text: str, info: str = "") -> str:
     return f"{ticks}{info}\n{body}{ticks}"
 
 
+def package_row(packages: dict[str, str], limit: int = 30) -> list[str]:
+    """The "- Packages:" line of a report's environment (empty without packages): name and
+    version of each, in the log's order, the first `limit` of them."""
+    if not packages:
+        return []
+    shown = ", ".join(code_span(f"{name} {version}")
+                      for name, version in list(packages.items())[:limit])
+    more = f" (+{len(packages) - limit} more)" if len(packages) > limit else ""
+    return [f"- Packages: {shown}{more}"]
+
+
 def md_escape(text: str) -> str:
     """One line of untrusted text, safe in Markdown prose (no code spans, links, HTML)."""
     return clean_line(text).translate(_MD_SPECIAL)

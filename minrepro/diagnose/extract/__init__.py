@@ -28,6 +28,7 @@ from minrepro.diagnose.extract.events import (
 )
 from minrepro.diagnose.extract.kills import KillExtractor
 from minrepro.diagnose.extract.metrics import MetricExtractor
+from minrepro.diagnose.extract.packages import PackageExtractor
 from minrepro.diagnose.extract.traceback import TracebackExtractor
 from minrepro.diagnose.extract.usage import UsageExtractor
 from minrepro.diagnose.literals import any_of
@@ -43,6 +44,7 @@ __all__ = [
     "MetricExtractor",
     "NcclExtractor",
     "OomExtractor",
+    "PackageExtractor",
     "RunEndedExtractor",
     "TracebackExtractor",
     "UsageExtractor",
@@ -54,7 +56,7 @@ __all__ = [
 
 EXTRACTOR_CLASSES = (TracebackExtractor, CudaAssertExtractor, OomExtractor, MetricExtractor,
                      LossScaleExtractor, NcclExtractor, WorkerKilledExtractor, EnvExtractor,
-                     RunEndedExtractor, KillExtractor, UsageExtractor)
+                     RunEndedExtractor, KillExtractor, UsageExtractor, PackageExtractor)
 
 
 class Extractor(Protocol):
