@@ -55,7 +55,7 @@ _SIGNAL_KEYS = {"name", "pattern", "hint", "requires", "weight", "role", "severi
                 "variant", "ignore_case"}
 _CASE_KEYS = {"name", "log", "cause", "params"}
 _REQUIRED = ("id", "cause", "category", "title", "explanation", "fix", "signals")
-ID = re.compile(r"MR-(?:MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR)-\d{3}")
+ID = re.compile(r"MR-(?:MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR|MON)-\d{3}")
 _MAX_CASE_CHARS = 20_000
 
 
@@ -144,7 +144,7 @@ class _RuleChecker(Checker):
         rule_id, cause, category = (self.text(data, k) for k in ("id", "cause", "category"))
         if not ID.fullmatch(rule_id):
             self.fail("id", f"{rule_id!r} should look like MR-MEM-001"
-                      " (MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR)")
+                      " (MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR|MON)")
         if cause not in CATEGORY_OF:
             self.fail("cause", f"unknown cause {cause!r}; see the taxonomy in DESIGN.md")
         if CATEGORY_OF[cause] != category:
