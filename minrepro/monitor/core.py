@@ -87,7 +87,8 @@ class TrainingMonitor:
         """
         if isinstance(loss, torch.Tensor):
             loss = loss.detach()
-            self._device = loss.device
+            if self._device is None:
+                self._device = loss.device
         self._steps.append(step)
         self._values.append(loss)
         if lr is not None:
@@ -194,8 +195,9 @@ def _floats(values: list[Any]) -> list[float]:
     """The interval's losses as floats: one transfer when they are all tensors."""
     if values and all(isinstance(v, torch.Tensor) and v.numel() == 1 for v in values):
         try:
-            return [float(x) for x in torch.stack([v.reshape(()) for v in values])
-                    .float().cpu().tolist()]
+            shaped = values if all(v.dim() == 0 for v in values) else [
+                v.reshape(()) for v in values]
+            return [float(x) for x in torch.stack(shaped).float().cpu().tolist()]
         except RuntimeError:  # mixed devices or dtypes
             pass
     return [_scalar(v) if v is not None else math.nan for v in values]  # type: ignore[misc]
