@@ -236,12 +236,21 @@ def test_alert_lines_are_documented_and_parse_back() -> None:
 
 
 def test_every_event_with_a_cause_is_read_by_diagnose(tmp_path: Path) -> None:
-    read_by_rules = {"nan", "explosion", "nan_input", "stagnation", "ln_c", "leak", "loader",
-                     "single_class", "label_range", "oom", "fragmentation"}
-    for event in read_by_rules:
+    for event in EVENTS:
         values = {"trend": "rising"} if event == "nan" else {}
         line = Alert(event, 5, values).line()
         assert cause_of(line + "\n", tmp_path, f"{event}.log") == EVENTS[event][1], line
+
+
+def test_diagnose_never_imports_the_monitor() -> None:
+    code = ("import sys; from minrepro.diagnose.pipeline import diagnose_log;"
+            " assert diagnose_log(sys.argv[1]).cause == 'undetached_loss_list';"
+            " print(sorted(m for m in sys.modules if m.startswith(('minrepro.monitor', 'torch'))))")
+    log = Path(__file__).resolve().parents[1] / "samples" / "monitor__leak_alert.log"
+    done = subprocess.run([sys.executable, "-c", code, str(log)],
+                          capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
 
 
 def test_check_batch_finds_each_problem() -> None:
