@@ -5,7 +5,8 @@
 Blocks of `steps` steps alternate between the plain loop and the monitored one (ABBA, so
 machine load falls on both alike); the ratio is the median over neighbouring pairs of the block
 time with the monitor over the one without, with its quartiles. A second, steadier figure: the
-cost of one `check()` call timed alone, as a share of the plain step time. Target: ratio <= 1.01 at the default interval (every=50).
+cost of one `check()` call timed alone, as a share of the plain step time. Target: ratio <= 1.01
+at the default interval (every=50).
 """
 
 from __future__ import annotations
