@@ -55,7 +55,7 @@ _SIGNAL_KEYS = {"name", "pattern", "hint", "requires", "weight", "role", "severi
                 "variant", "ignore_case"}
 _CASE_KEYS = {"name", "log", "cause", "params"}
 _REQUIRED = ("id", "cause", "category", "title", "explanation", "fix", "signals")
-ID = re.compile(r"MR-(?:MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR)-\d{3}")
+ID = re.compile(r"MR-(?:MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR|MON)-\d{3}")
 _MAX_CASE_CHARS = 20_000
 
 
@@ -145,7 +145,7 @@ class _RuleChecker(Checker):
         rule_id, cause, category = (self.text(data, k) for k in ("id", "cause", "category"))
         if not ID.fullmatch(rule_id):
             self.fail("id", f"{rule_id!r} should look like MR-MEM-001"
-                      " (MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR)")
+                      " (MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR|MON)")
         root = self._root_of(data, cause, category)
         params = self._params(data.get("params") or {})
         signals = data["signals"]
