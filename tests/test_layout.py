@@ -18,6 +18,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("minrepro.diagnose",),
     ("minrepro.repro",),
     ("minrepro.report",),
+    ("minrepro.triage",),
     ("minrepro.tools",),
     ("minrepro.cli", "minrepro.scoring", "minrepro.__main__", "minrepro"),
 )
