@@ -99,7 +99,8 @@ def log_text(seed: int, index: int, names: list[Path]) -> tuple[str, Iterator[st
 
 def write_fleet(out: Path, n: int, seed: int = 0) -> Path:
     """Write logs 0..n-1 under `out` (100 a folder) and `truth.csv` (path, true group,
-    strict group); the truth file's path. Logs already written are kept (the same seed gives the same text)."""
+    strict group); the truth file's path. Logs already there are kept (the same seed,
+    the same text)."""
     names = templates()
     groups = {p.stem: true_group(p) for p in names}
     truth = out / "truth.csv"
