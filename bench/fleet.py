@@ -83,12 +83,14 @@ def vary_failure(text: str, rng: random.Random) -> str:
     return _PID.sub(lambda m: f"{m[1]}{rng.randrange(1000, 99999)}", text)
 
 
-def log_text(seed: int, index: int, names: list[Path]) -> tuple[str, Iterator[str]]:
-    """(group, the log's text in chunks) of log `index` of the fleet `seed`."""
+def log_text(seed: int, index: int, names: list[Path], max_bytes: int | None = None
+             ) -> tuple[str, Iterator[str]]:
+    """(sample, the log's text in chunks) of log `index` of the fleet `seed`; `max_bytes`
+    caps its size (the tests' small fleets)."""
     rng = random.Random(f"{seed}:{index}")
     sample = rng.choice(names)
     failure = vary_failure(sample.read_text(encoding="utf-8"), rng)
-    size = max(size_of(rng) - len(failure), 0)
+    size = max(min(size_of(rng), max_bytes or BANDS[-1][2]) - len(failure), 0)
 
     def chunks() -> Iterator[str]:
         yield from prefix(rng, size)
@@ -97,7 +99,7 @@ def log_text(seed: int, index: int, names: list[Path]) -> tuple[str, Iterator[st
     return sample.stem, chunks()  # the strict group; true_group() maps it
 
 
-def write_fleet(out: Path, n: int, seed: int = 0) -> Path:
+def write_fleet(out: Path, n: int, seed: int = 0, max_bytes: int | None = None) -> Path:
     """Write logs 0..n-1 under `out` (100 a folder) and `truth.csv` (path, true group,
     strict group); the truth file's path. Logs already there are kept (the same seed,
     the same text)."""
@@ -108,7 +110,7 @@ def write_fleet(out: Path, n: int, seed: int = 0) -> Path:
     with open(truth, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         for index in range(n):
-            group, chunks = log_text(seed, index, names)
+            group, chunks = log_text(seed, index, names, max_bytes)
             path = out / f"d{index // 100:04d}" / f"job{index:06d}.log"
             if not path.exists():
                 path.parent.mkdir(exist_ok=True)
