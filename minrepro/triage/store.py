@@ -9,20 +9,36 @@ results persist. Every query is iterated, never fetched whole: memory stays flat
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from minrepro import __version__
 from minrepro.errors import OutputError, shown_path
 from minrepro.triage.fingerprint import VERSION as FINGERPRINT_VERSION
 from minrepro.triage.record import LogRecord
 
 DB_NAME = "triage.sqlite"
-#: Results of another minrepro or fingerprint version are not reused.
-RESULT_VERSION = f"{__version__}/{FINGERPRINT_VERSION}"
+_PACKAGE = Path(__file__).resolve().parents[1]
+#: What a stored result depends on: the diagnose code and rules, and the per-log record.
+_RESULT_SOURCES = ("diagnose/**/*.py", "diagnose/**/*.yaml", "diagnose/**/*.json",
+                   "model.py", "triage/record.py", "triage/fingerprint.py")
+
+
+def _result_version() -> str:
+    """The fingerprint version and a digest of the code a result came from: a result of
+    other rules or another diagnose is never reused."""
+    digest = hashlib.sha256()
+    for pattern in _RESULT_SOURCES:
+        for path in sorted(_PACKAGE.glob(pattern)):
+            digest.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    return f"{FINGERPRINT_VERSION}/{digest.hexdigest()[:16]}"
+
+
+RESULT_VERSION = _result_version()
 FIELDS = [f.name for f in dataclasses.fields(LogRecord)]
 
 _SCHEMA = f"""
