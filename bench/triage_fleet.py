@@ -3,7 +3,8 @@
     python bench/triage_fleet.py --n 1000            # local engine, then dask (2 workers)
     python bench/triage_fleet.py --n 10000 --no-dask
 
-Prints logs/min, the peak RSS of the largest process (the CLI or one of its workers), the
+Prints logs/min (wall), CPU seconds and logs per CPU-minute (what a shared machine does not
+blur), the peak RSS of the largest process (the CLI or one of its workers), the
 pairwise F1 of the groups against the generated truth (and the strict one-group-a-sample
 truth), and the time of the Dask engine on a
 2-worker LocalCluster against the local engine's (both from an empty store, 2 workers).
@@ -28,8 +29,12 @@ from fleet import ROOT, write_fleet  # noqa: E402
 OUT = ROOT / "bench" / "out"
 
 
-def run_cli(args: list[str], out: Path) -> tuple[float, int, dict]:
-    """(seconds, peak RSS MiB of the largest process, the --json object) of one triage."""
+def run_cli(args: list[str], out: Path) -> tuple[float, float, int, dict]:
+    """(seconds, CPU seconds of the process tree, peak RSS MiB of its largest process, the
+    --json object) of one triage."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     shutil.rmtree(out, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     argv = [sys.executable, "-m", "minrepro", "triage", *args, "--out", str(out), "--json"]
@@ -40,10 +45,9 @@ def run_cli(args: list[str], out: Path) -> tuple[float, int, dict]:
     seconds = time.perf_counter() - start
     if status:
         raise SystemExit(f"triage failed ({status}): {' '.join(argv)}")
-    import resource
-
-    grandchildren = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return seconds, max(usage.ru_maxrss, grandchildren) // 1024, json.loads(text)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return seconds, cpu, max(usage.ru_maxrss, after.ru_maxrss) // 1024, json.loads(text)
 
 
 def pairwise_f1(truth: dict[str, str], result: dict) -> tuple[float, float, float]:
@@ -67,7 +71,7 @@ def dask_seconds(fleet: Path, out: Path) -> float:
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       host="127.0.0.1", dashboard_address=None) as cluster:
-        seconds, _, _ = run_cli([str(fleet), "--engine", "dask", "--scheduler",
+        seconds, _, _, _ = run_cli([str(fleet), "--engine", "dask", "--scheduler",
                                  cluster.scheduler_address], out)
     return seconds
 
@@ -88,18 +92,19 @@ def main() -> None:
     truth = {path: group for path, group, _ in rows}
     strict = {path: sample for path, _, sample in rows}
     size = sum(os.path.getsize(p) for p in truth) / 2**20
-    seconds, rss, result = run_cli([str(fleet)], OUT / "triage_local")
+    seconds, cpu, rss, result = run_cli([str(fleet)], OUT / "triage_local")
     precision, recall, f1 = pairwise_f1(truth, result)
     strict_f1 = pairwise_f1(strict, result)[2]
     print(f"fleet: {args.n} logs, {size:,.0f} MiB, {len(set(truth.values()))} true groups"
           f" (generated in {made:.0f} s); CPUs: {os.cpu_count()}")
-    print("| logs | MiB | groups | local s | logs/min | peak RSS MiB | precision | recall | F1 |"
+    print("| logs | MiB | groups | local s | logs/min | CPU s | logs/CPU-min | peak RSS MiB | precision | recall | F1 |"
           " F1 strict | dask s | dask/local |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     dask = "-" if args.no_dask else f"{dask_seconds(fleet, OUT / 'triage_dask'):.1f}"
     ratio = "-" if args.no_dask else f"{float(dask) / seconds:.2f}"
     print(f"| {result['logs']} | {size:,.0f} | {len(result['groups'])} | {seconds:.1f} |"
-          f" {60 * result['logs'] / seconds:,.0f} | {rss} | {precision:.3f} | {recall:.3f} |"
+          f" {60 * result['logs'] / seconds:,.0f} | {cpu:.0f} | {60 * result['logs'] / cpu:,.0f} |"
+          f" {rss} | {precision:.3f} | {recall:.3f} |"
           f" {f1:.3f} | {strict_f1:.3f} | {dask} | {ratio} |")
 
 
