@@ -97,8 +97,8 @@ def main() -> None:
     strict_f1 = pairwise_f1(strict, result)[2]
     print(f"fleet: {args.n} logs, {size:,.0f} MiB, {len(set(truth.values()))} true groups"
           f" (generated in {made:.0f} s); CPUs: {os.cpu_count()}")
-    print("| logs | MiB | groups | local s | logs/min | CPU s | logs/CPU-min | peak RSS MiB | precision | recall | F1 |"
-          " F1 strict | dask s | dask/local |")
+    print("| logs | MiB | groups | local s | logs/min | CPU s | logs/CPU-min | peak RSS MiB |"
+          " precision | recall | F1 | F1 strict | dask s | dask/local |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     dask = "-" if args.no_dask else f"{dask_seconds(fleet, OUT / 'triage_dask'):.1f}"
     ratio = "-" if args.no_dask else f"{float(dask) / seconds:.2f}"
