@@ -100,10 +100,23 @@ class DaskEngine:
         def submit(batch: Batch) -> Any:
             return client.submit(diagnose_batch, batch, self.rule_dirs, pure=False)
 
-        yield from _bounded(submit, lambda f: f.result(), batches, self.limit)
+        yield from _bounded(submit, _task_result, batches, self.limit)
 
     def close(self) -> None:
         self.client.close()
+
+
+def _task_result(future: Any) -> list[LogRecord]:
+    """A finished task's records; a task that failed on the cluster (a worker without
+    minrepro, a lost worker) is one line, not a remote traceback."""
+    try:
+        records: list[LogRecord] = future.result()
+    except MinreproError:
+        raise
+    except Exception as err:  # noqa: BLE001 - anything a remote worker raised
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise MinreproError(f"a dask task failed: {type(err).__name__}: {first}") from None
+    return records
 
 
 def make_engine(name: str, *, workers: int | None = None, scheduler: str | None = None,
