@@ -70,6 +70,7 @@ def dask_seconds(fleet: Path, out: Path) -> float:
     from distributed import LocalCluster
 
     os.environ["PYTHONPATH"] = str(ROOT)  # the spawned workers import minrepro from here
+    sys.path.insert(0, str(ROOT))  # and the scheduler, in this process, unpickles its tasks
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       host="127.0.0.1", dashboard_address=None) as cluster:
         seconds, _, _, _ = run_cli([str(fleet), "--engine", "dask", "--scheduler",
