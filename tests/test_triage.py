@@ -165,7 +165,7 @@ def test_bad_inputs_are_reported_per_log_and_the_run_goes_on(tmp_path: Path) -> 
     assert [logs for _, logs in groups.values()] == [[str(logs / "good.log")]]
 
 
-def test_json_shape_and_markdown_chart(tmp_path: Path) -> None:
+def test_json_csv_shapes_and_markdown_chart(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()
     for name in (OOM, KEYERROR, SAMPLES / "position_overflow__cpu_traceback.log"):
@@ -187,6 +187,10 @@ def test_json_shape_and_markdown_chart(tmp_path: Path) -> None:
                                "reason": f"{tmp_path / 'gone.log'}: no such file"}]
     oom = next(g for g in data["groups"] if g["cause"] == "cuda_oom")
     assert (out / oom["script"]).is_file()  # the group's repro, by minrepro.repro
+    result = CliRunner().invoke(app, ["triage", str(logs), "--out", str(out), "--csv"])
+    rows = list(csv.DictReader(result.stdout.splitlines()))
+    assert result.exit_code == 0 and sorted(int(r["count"]) for r in rows) == [1, 1, 2]
+    assert {r["fingerprint"] for r in rows} == {g["fingerprint"] for g in data["groups"]}
     result = CliRunner().invoke(app, ["triage", str(logs), "--out", str(out), "--md"])
     assert result.exit_code == 0 and "](roots.svg)" in result.stdout
     assert (out / "roots.svg").read_text().startswith("<svg")
