@@ -19,6 +19,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("minrepro.repro",),
     ("minrepro.report",),
     ("minrepro.monitor",),  # live checks: may read logs and render scripts; nothing imports it
+    ("minrepro.triage",),
     ("minrepro.tools",),
     ("minrepro.preflight",),  # reads logs through diagnose for `diff`; nothing imports it
     ("minrepro.cli", "minrepro.scoring", "minrepro.__main__", "minrepro"),

@@ -7,6 +7,7 @@ pattern (common prefixes factored out) lets it reject most positions after one c
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 
@@ -21,6 +22,13 @@ def trie_pattern(words: Iterable[str]) -> str:
             node = node.setdefault(char, {})
         node[""] = {}  # end of a word
     return _emit(trie) if trie else r"(?!)"
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled_trie(words: tuple[str, ...]) -> re.Pattern[str]:
+    """One compiled trie per set of literals: a process diagnosing many logs (triage) builds
+    each matcher's pattern once, not once a log."""
+    return re.compile(trie_pattern(words))
 
 
 def _emit(node: dict) -> str:
@@ -47,7 +55,7 @@ class LiteralSet:
     def present(self, lowered: str) -> list[str]:
         """Which of the literals occur (exact, including overlapping ones), in sorted order."""
         if self._pattern is None:
-            self._pattern = re.compile(trie_pattern(self.words))
+            self._pattern = _compiled_trie(self.words)
         found: set[str] = set()
         match = self._pattern.search(lowered)
         while match:  # each start of a word, overlaps included

@@ -177,12 +177,13 @@ def make_selector(rules: RuleSet) -> LineSelector:
 
 
 def diagnose_log(source: str | os.PathLike[str], *, rule_dirs: Iterable[str] = (),
-                 reader: LogReader | None = None) -> Diagnosis:
+                 reader: LogReader | None = None, rules: RuleSet | None = None) -> Diagnosis:
     """Diagnose the log at `source` (a path, '-' for stdin, or a gzip file).
 
     A `reader` given without a selector gets one: big logs are read by chunk-level selection.
+    `rules` already loaded (from `rule_dirs`) spare a caller of many logs (triage) the load.
     """
-    rules = load_rules(rule_dirs)
+    rules = load_rules(rule_dirs) if rules is None else rules
     reader = reader or LogReader(source)
     if reader.selector is None:
         reader.selector = make_selector(rules)
