@@ -155,7 +155,7 @@ def test_a_stale_or_broken_frozen_file_falls_back_to_the_yaml(
 
 def test_freeze_writes_a_file_that_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rulefiles, "FROZEN", tmp_path / "frozen.json")
-    assert "16 rule files" in rulepack.freeze()
+    assert f"{len(RULES)} rule files" in rulepack.freeze()
     assert rulepack._frozen_rules() == load_rules().pattern_rules
 
 
