@@ -17,15 +17,22 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import pytest
 
 from minrepro.model import Diagnosis, Evidence
-from minrepro.repro.render import imported_modules, load_spec, render_repro, write_script
+from minrepro.repro.render import (
+    has_template,
+    imported_modules,
+    load_spec,
+    render_repro,
+    write_script,
+)
 from minrepro.repro.verify import VerifyResult, verify_script
 from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF, CORE_CAUSES, GPU_ONLY_CAUSES
 
 pytestmark = pytest.mark.slow
 
 #: Each template's `example` (as the dev-corpus logs give the values, some needing clamping).
+#: (causes without a template yet are the meta-test's to report, not a collection error)
 PARAMS = {cause: load_spec(cause).example_params() for cause in ALL_CAUSES
-          if cause not in CORE_CAUSES}
+          if cause not in CORE_CAUSES and has_template(cause)}
 CASES = [(cause, variant) for cause in PARAMS for variant in load_spec(cause).variants]
 TIMEOUT = 120.0
 
