@@ -45,6 +45,18 @@ def test_the_torchrun_cascade_names_rank_2_and_its_root() -> None:
     assert {f.rank for f in diagnosis.cascade if f.kind.value == "nccl_timeout"} == {0, 1, 3}
 
 
+def test_a_worker_traceback_cut_before_its_exception_takes_the_wrappers_type() -> None:
+    log = ("Traceback (most recent call last):\n"
+           '  File "train.py", line 270, in train\n    for datum in data_loader:\n'
+           "KeyError: Caught KeyError in DataLoader worker process 0.\n"
+           "Original Traceback (most recent call last):\n"
+           '  File "/usr/lib/python3.10/site-packages/torch/utils/data/_utils/worker.py", '
+           "line 308, in _worker_loop\n    data = fetcher.fetch(index)\n")
+    diagnosis = diagnose(log)
+    assert diagnosis.failure is not None and diagnosis.failure.exc_type == "KeyError"
+    assert diagnosis.failure.line > 3  # the worker's traceback, not the wrapper
+
+
 def test_a_config_keyerror_after_a_driver_warning_is_the_keyerror() -> None:
     diagnosis = diagnose((SAMPLES / "root_config__keyerror_after_driver_warning.log").read_text())
     assert diagnosis.cause is None and diagnosis.root is not None

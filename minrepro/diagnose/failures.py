@@ -167,7 +167,18 @@ class FailureLog:
             first = min(pool, key=_order_key(pool))
         rest = [f for f in failures + others if f is not first]
         rest.sort(key=lambda f: f.first_line)
-        return first, tuple(rest[:MAX_CASCADE]), bool(failures)
+        return _typed_by_wrapper(first, others), tuple(rest[:MAX_CASCADE]), bool(failures)
+
+
+def _typed_by_wrapper(failure: Failure, others: list[Failure]) -> Failure:
+    """A worker's original traceback cut before its exception line (a pasted excerpt): the
+    wrapper printed just above it ("Caught KeyError in DataLoader worker process 0") names
+    the exception's type."""
+    if failure.exc_type or failure.kind is not FailureKind.EXCEPTION:
+        return failure
+    above = [f for f in others if f.rank == failure.rank and f.line <= failure.first_line
+             and f.exc_type and _WRAPPED.search(f.message)]
+    return replace(failure, exc_type=above[-1].exc_type) if above else failure
 
 
 def _kill_role(event: ProcessKilled) -> str:
