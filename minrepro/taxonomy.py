@@ -65,3 +65,10 @@ CORE_CAUSES: tuple[str, ...] = (
 GPU_ONLY_CAUSES: tuple[str, ...] = (
     "cuda_oom", "allocator_fragmentation", "device_mismatch", "cuda_env_mismatch", "hardware_fault",
 )
+
+#: Causes whose script checks this machine for the problem (an installed package, a GPU's
+#: health) instead of failing a program: exit 1 where the problem is here, 0 where it is not,
+#: 125 where it cannot be checked; which one depends on the machine, not on the log.
+CHECK_CAUSES: tuple[str, ...] = (
+    "cuda_env_mismatch", "version_incompatibility", "missing_dependency", "hardware_fault",
+)

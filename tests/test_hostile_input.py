@@ -1,8 +1,8 @@
 """Hostile logs: unreadable, corrupt, binary, huge, noisy. Clear errors, bounded time and memory.
 
 Every CLI run here goes through `run_cli`, which runs `python -m minrepro` under a wall-clock
-limit, an address-space safety net, and reads the child's own peak RSS with `os.wait4` (so one
-run's peak does not leak into the next, as RUSAGE_CHILDREN's running maximum would).
+limit, an address-space safety net, and reads the child's own peak RSS (VmHWM, written at exit: one
+run's peak does not leak into the next, nor the parent's pages at fork into the child's).
 All inputs are generated under tmp_path; nothing large is committed.
 
 Bounds (measured on a loaded 2-core box, then given roughly 10x margin, except where a bound
@@ -69,25 +69,43 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (_SAFETY_NET_BYTES, _SAFETY_NET_BYTES))
 
 
+#: Runs minrepro as `python -m minrepro` does, and at exit writes its own peak RSS (VmHWM)
+#: to the file $MINREPRO_TEST_HWM. A child's ru_maxrss also counts its parent's pages at
+#: fork (a pytest worker that imported transformers is 400 MB), so it cannot tell.
+_HWM_RUNNER = """
+import atexit, os, runpy, sys
+def _peak():
+    with open("/proc/self/status") as status, open(os.environ["MINREPRO_TEST_HWM"], "w") as out:
+        out.write(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
+atexit.register(_peak)
+sys.argv[0] = "minrepro"
+runpy.run_module("minrepro", run_name="__main__", alter_sys=True)
+"""
+
+
 def run_cli(*args: str, stdin: bytes | None = None, timeout: float = 30,
             cwd: Path | None = None, env: dict[str, str] | None = None,
             python: tuple[str, ...] = ("-m", "minrepro")) -> CliResult:
     """Run `python -m minrepro ARGS`; kill it at `timeout` seconds (code None)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
-            tempfile.TemporaryFile() as feed:
+            tempfile.TemporaryFile() as feed, tempfile.TemporaryDirectory() as box:
         feed.write(stdin or b"")
         feed.seek(0)
+        hwm = Path(box) / "hwm"
+        child_env = dict(os.environ if env is None else env, MINREPRO_TEST_HWM=str(hwm))
+        argv = ("-c", _HWM_RUNNER) if python == ("-m", "minrepro") else python
         start = time.monotonic()
-        proc = subprocess.Popen([sys.executable, *python, *args], stdin=feed, stdout=out,
-                                stderr=err, cwd=cwd or ROOT, env=env,
+        proc = subprocess.Popen([sys.executable, *argv, *args], stdin=feed, stdout=out,
+                                stderr=err, cwd=cwd or ROOT, env=child_env,
                                 preexec_fn=_limit_memory)
         code, usage = _wait(proc, start + timeout)
         seconds = time.monotonic() - start
         out.seek(0)
         err.seek(0)
+        peak_kib = int(hwm.read_text()) if hwm.exists() and hwm.read_text() else usage.ru_maxrss
         return CliResult(code, out.read().decode("utf-8", "replace"),
                          err.read().decode("utf-8", "replace"), seconds,
-                         usage.ru_maxrss / 1024)  # Linux: KiB
+                         peak_kib / 1024)  # Linux: KiB
 
 
 def _wait(proc: subprocess.Popen, deadline: float) -> tuple[int | None, resource.struct_rusage]:
