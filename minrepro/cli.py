@@ -17,6 +17,7 @@ import typer
 
 from minrepro.errors import MinreproError
 from minrepro.model import Diagnosis
+from minrepro.sanitize import shown
 
 if TYPE_CHECKING:
     from minrepro.repro.verify import VerifyResult
@@ -50,9 +51,14 @@ def _diagnose(log: str, rules: list[Path] | None = None, *, progress: bool = Fal
         return diagnose_log(log, rule_dirs=[str(r) for r in rules or ()], reader=reader)
 
 
+def _say(message: str) -> None:
+    """One `minrepro: ...` line on stderr; a name or log text in it cannot forge another."""
+    typer.echo(f"minrepro: {shown(message)}", err=True)
+
+
 def _echo_warnings(diagnosis: Diagnosis) -> None:
     for warning in diagnosis.warnings:
-        typer.echo(f"minrepro: warning: {warning}", err=True)
+        _say(f"warning: {warning}")
 
 
 @app.command()
@@ -86,17 +92,17 @@ def repro(log: LogArg,
     diagnosis = _diagnose(log, rules)
     _echo_warnings(diagnosis)
     if not diagnosis.diagnosed:
-        typer.echo(f"minrepro: {diagnosis.summary}", err=True)
+        _say(diagnosis.summary)
         raise typer.Exit(ExitCode.NO_KNOWN_CAUSE)
     text = render_repro(diagnosis)
     if output is not None:
         write_script(text, output, force=force, protect=(log,) if log != "-" else ())
-        typer.echo(f"minrepro: wrote {output} ({diagnosis.cause})", err=True)
+        _say(f"wrote {output} ({diagnosis.cause})")
     else:
-        typer.echo(text, nl=False)
+        typer.echo(shown(text, multiline=True), nl=False)
     if verify:
         result = _verify_text(text, output)
-        typer.echo(f"minrepro: verify: {_verify_line(result)}", err=True)
+        _say(f"verify: {_verify_line(result)}")
         raise typer.Exit(_verify_exit(result))
     raise typer.Exit(ExitCode.DIAGNOSED)
 
@@ -146,7 +152,7 @@ def verify(script: Annotated[Path, typer.Argument(help="A repro script written b
     if not script.is_file():
         raise BadInputError(f"{shown_path(script)}: no such file")
     result = verify_script(script, fixed=fixed, timeout=timeout, device=device)
-    typer.echo(_verify_line(result))
+    typer.echo(shown(_verify_line(result)))
     raise typer.Exit(_verify_exit(result))
 
 
@@ -196,12 +202,12 @@ def rules(rule_id: Annotated[str | None, typer.Argument(
 
     loaded = load_rules([str(r) for r in extra or ()])
     if rule_id is None:
-        typer.echo(list_rules(loaded), nl=False)
+        typer.echo(shown(list_rules(loaded), multiline=True), nl=False)
         return
     matches = loaded.lookup(rule_id)
     if not matches:
         raise MinreproError(f"no rule {rule_id!r}; `minrepro rules` lists them")
-    typer.echo("\n".join(describe_rule(r) for r in matches), nl=False)
+    typer.echo(shown("\n".join(describe_rule(r) for r in matches), multiline=True), nl=False)
 
 
 def main() -> None:
@@ -213,7 +219,7 @@ def main() -> None:
     try:
         app()
     except MinreproError as err:
-        typer.echo(f"minrepro: error: {err}", err=True)
+        _say(f"error: {err}")
         code = ExitCode.USAGE
     except KeyboardInterrupt:
         typer.echo("minrepro: interrupted", err=True)
@@ -223,7 +229,7 @@ def main() -> None:
     except Exception as err:  # noqa: BLE001 - the contract is one line, never a traceback
         if os.environ.get("MINREPRO_DEBUG"):
             raise
-        typer.echo(f"minrepro: internal error: {type(err).__name__}: {err}"
-                   " (MINREPRO_DEBUG=1 shows the traceback)", err=True)
+        _say(f"internal error: {type(err).__name__}: {err}"
+             " (MINREPRO_DEBUG=1 shows the traceback)")
         code = ExitCode.USAGE
     sys.exit(int(code))

@@ -7,12 +7,18 @@ listing every folder the command could write to, before and after.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_hostile_input import ROOT, assert_no_traceback, assert_one_line_error, run_cli  # noqa: E402 - the shared runner
+
+from minrepro.sanitize import log_text, shown
 
 SAMPLE = ROOT / "samples" / "position_overflow__cpu_traceback.log"
 
@@ -184,3 +190,64 @@ def test_gzip_log_is_not_modified(box: Sandbox) -> None:
     assert result.code == 0, result.err
     assert hashlib.sha256(gz.read_bytes()).hexdigest() == digest
     assert gz.stat().st_mtime_ns == mtime
+
+
+# --- what reaches the terminal: one sanitiser, to a fixed point (issue 14, item 1) -----------
+
+_DANGEROUS = set("\x1b\x08\x7f") | {chr(c) for c in range(0x80, 0xA0)} | set(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_NESTED_PAYLOADS = [
+    "\x1b\x1b[0m]52;c;ZXZpbA==\x07",  # OSC 52 clipboard write once the inner CSI is gone
+    "\x1b\x1b[0m]0;pwned title\x07",  # OSC 0: window title
+    "\x1b\x1b[1m]8;;https://evil.example\x1b\\\\click\x1b\x1b[0m]8;;\x1b\\\\",  # OSC 8 link
+    "\x1bc", "\x1b(0lqqk", "ok\x08\x08\x08bad", "\xc2\x9b31mred", "\x9d0;t\x9c",
+    "\u202eevil\u202c", "\u2066iso\u2069", "\x1b\x1b\x1b[m[m]2;x\x07",
+]
+
+
+def _dangerous_left(text: str) -> set[str]:
+    return {c for c in text if c in _DANGEROUS or (ord(c) < 32 and c not in "\t\n")}
+
+
+_ESCAPE_ALPHABET = st.sampled_from(["\x1b", "[", "]", "(", "0", "1", ";", "m", "c", "\x07", "\\",
+                                    "P", "_", "\x08", "\x9b", "\x9d", "\x9c", "\u202e", "\u2066",
+                                    "\x00", "\x7f", "a", " ", "\n", "52", "8;;"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ESCAPE_ALPHABET, max_size=40).map("".join))
+def test_sanitiser_leaves_no_control_and_is_a_fixed_point(text: str) -> None:
+    """Whatever mix of escape fragments: nothing that drives a terminal is left, and sanitising
+    again changes nothing (a sequence assembled by one removal is removed too)."""
+    for clean in (log_text, shown, lambda t: shown(t, multiline=True)):
+        once = clean(text)
+        assert not _dangerous_left(once), (text, once)
+        assert clean(once) == once
+    assert "\n" not in shown(text)  # one line: a name cannot forge a `minrepro: error:` line
+
+
+@pytest.mark.parametrize("payload", _NESTED_PAYLOADS)
+def test_nested_escapes_never_reach_text_json_or_stderr(tmp_path: Path, payload: str) -> None:
+    """Log text through `diagnose`, `diagnose --json` and `repro` (its stderr message)."""
+    log = tmp_path / "esc.log"
+    log.write_text("Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n"
+                   f"RuntimeError: boom {payload} end\n", encoding="utf-8")
+    for args in (("diagnose", str(log)), ("diagnose", "--json", str(log)),
+                 ("repro", str(log)), ("report", str(log))):
+        result = run_cli(*args)
+        assert_no_traceback(result)
+        for stream in (result.out, result.err, json.dumps(json.loads(result.out))
+                       if "--json" in args else ""):
+            assert not _dangerous_left(stream), (args, stream[-500:])
+
+
+def test_file_name_with_escapes_in_a_warning_is_one_clean_line(tmp_path: Path) -> None:
+    name = "bad\nminrepro: error: forged\x1b]52;c;eA==\x07\u202e.log.gz"
+    log = tmp_path / name
+    log.write_bytes(gzip.compress(SAMPLE.read_bytes())[:-20])  # truncated: a warning names it
+    result = run_cli("diagnose", str(log))
+    assert_no_traceback(result)
+    lines = result.err.splitlines()
+    assert lines and all(line.startswith("minrepro: ") for line in lines), lines
+    assert not any(line.startswith("minrepro: error: forged") for line in lines), lines
+    assert not _dangerous_left(result.err + result.out)

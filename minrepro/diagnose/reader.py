@@ -21,12 +21,12 @@ from typing import Any, BinaryIO
 from minrepro.diagnose.scan import MANY_UPDATES, LineSelector
 from minrepro.errors import BadInputError, shown_path
 from minrepro.model import Line
+from minrepro.sanitize import log_text
 
 CHUNK_BYTES = 4 << 20
 MAX_LINE_BYTES = 16 * 1024  # longer records are cut here and flagged `truncated`
 _SNIFF_BYTES = 8192
 
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _RANK_PREFIX = re.compile(
     r"^(?:\[\d+\]\s+)?"  # a line-number prefix some launchers add: "[80746] "
     r"(?:\[(?:rank|default)(?P<r1>\d{1,5})\]:?"  # torchrun: "[rank3]:" / "[default0]:"
@@ -240,12 +240,8 @@ def iter_lines(source: str | os.PathLike[str], **options: Any) -> Iterator[Line]
 
 
 def _clean(segment: bytes) -> str:
-    text = segment.decode("utf-8", "replace")
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-    return text.rstrip()
+    """Decoded, with escape sequences and control characters removed (see sanitize)."""
+    return log_text(segment.decode("utf-8", "replace")).rstrip()
 
 
 def _after_separator(raw: bytes) -> bytes:
