@@ -26,6 +26,9 @@ from minrepro.sanitize import log_text
 CHUNK_BYTES = 4 << 20
 MAX_LINE_BYTES = 16 * 1024  # longer records are cut here and flagged `truncated`
 _SNIFF_BYTES = 8192
+MAX_BLANK_RUN = 32
+_LONG_LINE = 256  # shorter lines cannot hold a run long enough to cost anything
+_BLANK_RUN = re.compile(rf"[ \t]{{{MAX_BLANK_RUN + 1},}}")
 
 _RANK_PREFIX = re.compile(
     r"^(?:\[\d+\]\s+)?"  # a line-number prefix some launchers add: "[80746] "
@@ -240,8 +243,13 @@ def iter_lines(source: str | os.PathLike[str], **options: Any) -> Iterator[Line]
 
 
 def _clean(segment: bytes) -> str:
-    """Decoded, with escape sequences and control characters removed (see sanitize)."""
-    return log_text(segment.decode("utf-8", "replace")).rstrip()
+    """Decoded, with escape sequences and control characters removed (see sanitize); in a
+    long line, runs of blanks cut to MAX_BLANK_RUN: every `\\s*...\\s*` in an extractor
+    is quadratic in the length of a run (`lr` + 8,000 spaces took seconds a line)."""
+    text = log_text(segment.decode("utf-8", "replace")).rstrip()
+    if len(text) > _LONG_LINE:
+        text = _BLANK_RUN.sub(lambda m: m[0][:MAX_BLANK_RUN], text)
+    return text
 
 
 def _after_separator(raw: bytes) -> bytes:

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from minrepro.diagnose.rules import files as rulefiles
+from minrepro.diagnose.rules import regexcost
 from minrepro.errors import RulePackError, shown_path
 from minrepro.model import ParamValue, Role, Severity
 from minrepro.schema import IDENTIFIER, Checker
@@ -227,6 +228,10 @@ class _RuleChecker(Checker):
                        ) -> None:
         import regex
 
+        cost = regexcost.expansion(source)
+        if cost > regexcost.MAX_EXPANSION:
+            self.fail(key + "pattern", f"too costly to compile: nested counted repeats expand"
+                      f" to about {cost} nodes (at most {regexcost.MAX_EXPANSION})")
         try:
             pattern = _compile(source, ignore_case)
         except regex.error as err:
