@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -435,3 +437,54 @@ def test_every_builtin_pattern_is_under_the_compile_budget() -> None:
 
     costs = {f"{r.id}/{s.name}": expansion(s.source) for r in load_rules([]) for s in r.signals}
     assert max(costs.values()) <= MAX_EXPANSION, max(costs.items(), key=lambda kv: kv[1])
+
+
+# --- what a rule pack may be made of (issue 14, item 3) -------------------------------------
+
+
+@pytest.mark.parametrize("target", ["fifo", "/dev/urandom", "/dev/zero", "/dev/null-link"])
+def test_rule_pack_entries_that_are_not_regular_files_are_refused(tmp_path: Path,
+                                                                  target: str) -> None:
+    """A FIFO named x.yaml hung forever; a link to /dev/urandom grew memory without bound."""
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    entry = rules / "x.yaml"
+    if target == "fifo":
+        os.mkfifo(entry)
+    else:
+        entry.symlink_to(target.removesuffix("-link"))
+    for command in (("rules", "--rules", str(rules)),
+                    ("diagnose", "--rules", str(rules), str(OOM_SAMPLE))):
+        result = run_cli(*command, timeout=15)
+        assert_one_line_error(result, "x.yaml")
+        assert result.rss_mb < MAX_RSS_MB
+
+
+_SECRET_FILES = {
+    "ssh-key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU: x: 'q\n",
+    "env-file": "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY\n: [\n",
+    "id-token": "id: hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123\ncause: nope\n",
+    "alias": "password: *hunter2secretalias\n",
+    "quoted": "token: \"ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_SECRET_FILES))
+def test_a_linked_file_that_is_no_rule_is_not_echoed(tmp_path: Path, kind: str) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text(_SECRET_FILES[kind], encoding="utf-8")
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "innocent.yaml").symlink_to(secret)
+    message = load_error(rules)
+    assert_names(message, "innocent.yaml")
+    words = {w for line in _SECRET_FILES[kind].splitlines() for w in re.findall(r"\w{6,}", line)}
+    assert not {w for w in words if w in message}, message
+
+
+def test_yml_files_are_loaded_like_yaml(tmp_path: Path) -> None:
+    rules = pack(tmp_path, {"wrapper.yml": rule_text()})
+    log = tmp_path / "job.log"
+    log.write_text("JOBWRAPPER: GPU memory exhausted (1024 bytes)\n", encoding="utf-8")
+    result = diagnose_with(rules, "--json", log=log)
+    assert diagnosis_json(result)["rule_id"] == "MR-USR-001"

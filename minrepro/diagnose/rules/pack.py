@@ -58,6 +58,7 @@ _CASE_KEYS = {"name", "log", "cause", "params"}
 _REQUIRED = ("id", "cause", "category", "title", "explanation", "fix", "signals")
 ID = re.compile(r"MR-(?:MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR)-\d{3}")
 _MAX_CASE_CHARS = 20_000
+_SHORT_ID = re.compile(r"[A-Za-z0-9-]{1,12}")  # a mistyped id, shown; anything else is not
 
 
 _COMPILED: dict[tuple[str, bool], regex.Pattern[str]] = {}
@@ -131,8 +132,10 @@ class _RuleChecker(Checker):
         self.eager = eager  # compile and check regexes now (user packs); else on first use
         raw_id = data.get("id") if isinstance(data, dict) else None
         # Only a plausible id goes into messages: a crafted one could be huge or multi-line.
+        # Nor a long one: a pack may hold a link to a file that is no rule (`id: <a token>`).
         rule_id = raw_id if isinstance(raw_id, str) and ID.fullmatch(raw_id) else (
-            shown_path(raw_id[:40]) if isinstance(raw_id, str) else "?")
+            shown_path(raw_id) if isinstance(raw_id, str) and _SHORT_ID.fullmatch(raw_id)
+            else "?")
         super().__init__(f"{shown_path(path.name)}: {rule_id}", RulePackError)
         self.file = shown_path(path.name)
         if not isinstance(data, dict):
@@ -144,7 +147,8 @@ class _RuleChecker(Checker):
         self.require(data, _REQUIRED)
         rule_id, cause, category = (self.text(data, k) for k in ("id", "cause", "category"))
         if not ID.fullmatch(rule_id):
-            self.fail("id", f"{rule_id!r} should look like MR-MEM-001"
+            shown_id = repr(rule_id) if _SHORT_ID.fullmatch(rule_id) else "the id"
+            self.fail("id", f"{shown_id} should look like MR-MEM-001"
                       " (MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR)")
         if cause not in CATEGORY_OF:
             self.fail("cause", f"unknown cause {cause!r}; see the taxonomy in DESIGN.md")
