@@ -81,7 +81,7 @@ def diagnose(log: LogArg, json_: Annotated[bool, typer.Option(
 @app.command()
 def repro(log: LogArg,
           output: Annotated[Path | None, typer.Option(
-              "-o", "--output", help="Write the script here (default: stdout).")] = None,
+              "-o", "--output", help="Write the script here (default or -: stdout).")] = None,
           force: Annotated[bool, typer.Option(help="Overwrite an existing output file.")] = False,
           verify: Annotated[bool, typer.Option(
               "--verify", help="Run the script and report whether it reproduces.")] = False,
@@ -89,6 +89,7 @@ def repro(log: LogArg,
     """Write a standalone repro script for the cause diagnosed in LOG."""
     from minrepro.repro.render import render_repro, write_script
 
+    output = None if output == Path("-") else output  # `-o -`: stdout, as the help says
     diagnosis = _diagnose(log, rules)
     _echo_warnings(diagnosis)
     if not diagnosis.diagnosed:
@@ -96,7 +97,7 @@ def repro(log: LogArg,
         raise typer.Exit(ExitCode.NO_KNOWN_CAUSE)
     text = render_repro(diagnosis)
     if output is not None:
-        write_script(text, output, force=force, protect=(log,) if log != "-" else ())
+        write_script(text, output, force=force, protect=(log,))
         _say(f"wrote {output} ({diagnosis.cause})")
     else:
         typer.echo(shown(text, multiline=True), nl=False)
@@ -169,13 +170,14 @@ def report(log: LogArg,
     """A Markdown bug report: diagnosis, evidence, repro script, environment, traceback."""
     from minrepro.report.bugreport import build_report_for_log
 
+    output = None if output == Path("-") else output
     diagnosis = _diagnose(log, rules)
     _echo_warnings(diagnosis)
     text = build_report_for_log(log, diagnosis, verify=verify, redact=redact)
     if output is not None:
         from minrepro.report.bugreport import write_text
 
-        write_text(text, output, force=force, protect=(log,) if log != "-" else ())
+        write_text(text, output, force=force, protect=(log,))
     else:
         typer.echo(text, nl=False)
     raise typer.Exit(ExitCode.DIAGNOSED if diagnosis.answered else ExitCode.NO_KNOWN_CAUSE)

@@ -391,5 +391,5 @@ def _footer(diagnosis: Diagnosis, mask: Mask, *, redacted: bool) -> str:
 
 def write_text(text: str, path: str | os.PathLike[str], *, force: bool = False,
                protect: tuple[str | os.PathLike[str], ...] = ()) -> Path:
-    """Write the report atomically (0o644); never clobber unless `force`."""
+    """Write the report atomically (0o666 less the umask); never clobber unless `force`."""
     return write_atomic(text, path, force=force, protect=protect)
