@@ -15,9 +15,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+try:  # typer >= 0.2x carries its own copy of click
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - older typer, on click itself
+    from click import exceptions as click_errors  # type: ignore[no-redef]
+
 from minrepro.errors import MinreproError
 from minrepro.model import Diagnosis
-from minrepro.sanitize import shown
+from minrepro.sanitize import shown, shown_tree
 
 if TYPE_CHECKING:
     from minrepro.repro.verify import VerifyResult
@@ -190,9 +195,9 @@ def env(json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = Fal
 
     report_ = collect_env()
     if json_:
-        typer.echo(json.dumps(env_to_json(report_), indent=2))
-    else:
-        typer.echo(format_env_text(report_), nl=False)
+        typer.echo(json.dumps(shown_tree(env_to_json(report_)), indent=2))
+    else:  # a variable's value may hold any byte (undecodable: a surrogate): shown safely
+        typer.echo(shown(format_env_text(report_), multiline=True), nl=False)
 
 
 @app.command()
@@ -212,6 +217,21 @@ def rules(rule_id: Annotated[str | None, typer.Argument(
     typer.echo(shown("\n".join(describe_rule(r) for r in matches), multiline=True), nl=False)
 
 
+def _run_app() -> int:
+    """The app without click's standalone handling (so usage errors come to `main`)."""
+    try:
+        result = app(standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as help_:  # bare `minrepro`: the help, exit 2
+        typer.echo(help_.ctx.get_help() if help_.ctx else "")
+        return int(ExitCode.USAGE)
+    return result if isinstance(result, int) else 0
+
+
+def _command_name(err: click_errors.UsageError) -> str:
+    name = err.ctx.info_name if err.ctx is not None and err.ctx.parent is not None else None
+    return f"{name} " if name else ""
+
+
 def main() -> None:
     """Console entry point: one line on stderr for any error, never a traceback.
 
@@ -219,7 +239,13 @@ def main() -> None:
     """
     code: int = 0
     try:
-        app()
+        code = _run_app()
+    except click_errors.UsageError as err:  # typer's 5-7-line box, as one line
+        _say(f"error: {err.format_message()} (see `minrepro {_command_name(err)}--help`)")
+        code = ExitCode.USAGE
+    except typer.Abort:  # click turns Ctrl-C into Abort
+        _say("interrupted")
+        code = 130
     except MinreproError as err:
         _say(f"error: {err}")
         code = ExitCode.USAGE

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from minrepro.diagnose.extract.metricnames import STEP_KEYS, normalise
-from minrepro.diagnose.extract.units import FLOAT, is_finite
+from minrepro.diagnose.extract.units import FLOAT, is_finite, parse_int
 from minrepro.diagnose.literals import any_of
 from minrepro.model import Line, MetricRecord
 
@@ -195,7 +195,7 @@ def _table_row(text: str, columns: list[str | None], line: Line
         if number is None:
             return None
         if name == "step":
-            step = int(float(number[1]))
+            step = parse_int(number[1])  # inf/nan/huge: a row without a step
         elif name is not None:
             values.setdefault(name, float(number[1]))
     if not _is_record(values, step):
