@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from minrepro.sanitize import shown
+
 
 class MinreproError(Exception):
     """Base class: str(err) is the one line the CLI prints."""
@@ -26,6 +28,6 @@ class OutputError(MinreproError):
 
 
 def shown_path(path: str | os.PathLike[str]) -> str:
-    """A path as it may appear in a one-line message: control characters escaped."""
-    text = str(path)
-    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
+    """A path as it may appear in a one-line message: escapes removed, controls, bidi
+    characters and undecodable bytes made visible (a newline cannot forge a line)."""
+    return shown(os.fspath(path) if not isinstance(path, str) else path)

@@ -429,3 +429,88 @@ def test_unknown_cause_in_a_diagnosis_is_a_render_error() -> None:
 
 def test_bad_input_to_repro_is_still_one_line(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("repro", str(tmp_path / "missing.log")), "no such file")
+
+
+# --- reports: no secrets, no live mentions/links (issue 14, items 4 and 5) -------------------
+
+_CREDENTIALS = {
+    "hf": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345",
+    "openai": "sk-proj-AbCdEfGhIjKlMnOpQrStUvWx",
+    "github": "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "github-pat": "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+    "aws": "AKIAIOSFODNN7EXAMPLE",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
+    "url-password": "hunter2pass",
+    "assigned": "s3cr3t-Value",
+}
+_SECRET_LINE = (
+    f"RuntimeError: index out of range in self; HF_TOKEN {_CREDENTIALS['hf']} OPENAI "
+    f"{_CREDENTIALS['openai']} gh {_CREDENTIALS['github']} pat {_CREDENTIALS['github-pat']} "
+    f"key {_CREDENTIALS['aws']} Authorization: Bearer {_CREDENTIALS['jwt']} remote "
+    f"https://zoe:{_CREDENTIALS['url-password']}@git.example.com/r.git "
+    f"--password={_CREDENTIALS['assigned']} /users/quentin/x /u/rosalind/y "
+    "host ip-10-20-30-40.ec2.internal")
+
+
+def _report(tmp_path: Path, text: str, user: str = "torvaldsish") -> str:
+    from minrepro.diagnose.pipeline import diagnose_log
+    from minrepro.report.bugreport import build_report_for_log
+    from minrepro.report.envreport import EnvReport
+
+    log = tmp_path / "run.log"
+    log.write_text(text, encoding="utf-8")
+    diagnosis = diagnose_log(log)
+    return build_report_for_log(log, diagnosis, local_env=EnvReport(()), user=user,
+                                hostname="box-17.example.org")
+
+
+def test_report_masks_credentials_cloud_hosts_and_homes(tmp_path: Path) -> None:
+    log = ("Traceback (most recent call last):\n  File \"/u/rosalind/train.py\", line 3, in f\n"
+           f"{_SECRET_LINE}\n")
+    text = _report(tmp_path, log)
+    for kind, secret in _CREDENTIALS.items():
+        assert secret not in text, kind
+    for name in ("quentin", "rosalind", "ip-10-20-30-40", "zoe:"):
+        assert name not in text, name
+    assert "<secret>" in text
+
+
+def test_local_user_is_masked_in_the_reports_repro_header(tmp_path: Path) -> None:
+    """The repro's header quotes the evidence line: in the report the local user is masked."""
+    log = ("Traceback (most recent call last):\n  File \"train.py\", line 3, in f\n"
+           "IndexError: index out of range in self (user torvaldsish, seq 600 > 512)\n")
+    text = _report(tmp_path, log)
+    assert "torvaldsish" not in text
+    for match in re.finditer(r"```python\n(?P<body>.*?)\n```", text, flags=re.S):
+        ast.parse(match["body"])
+
+
+_MENTION_NAME = st.from_regex(r"[A-Za-z][A-Za-z0-9-]{0,12}", fullmatch=True)
+
+
+def _live_prose(markdown: str) -> list[str]:
+    """What GitHub would turn live outside fences and code spans."""
+    prose = re.sub(r"^(`{3,}).*?^\1$", "", markdown, flags=re.M | re.S)
+    prose = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", prose)
+    return re.findall(r"(?<![\w`])@\w|#\d|https?://|\bwww\.", prose)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_MENTION_NAME, _MENTION_NAME, st.integers(1, 99999),
+       st.sampled_from(["", "(", "x ", "owner/repo"]))
+def test_md_escape_makes_mentions_refs_and_urls_inert(user: str, team: str, number: int,
+                                                     before: str) -> None:
+    from minrepro.report.markdown import md_escape
+
+    text = (f"{before}@{user} cc @{user}/{team} {before}#{number} see "
+            f"https://{user}.example/{team}?a=1&b=2 and www.{team}.example")
+    assert not _live_prose(md_escape(text)), md_escape(text)
+
+
+def test_report_prose_has_no_live_mentions(tmp_path: Path) -> None:
+    """The no-cause summary, the first failure and the file name are prose in the report."""
+    log = ("Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n"
+           "RuntimeError: ping @octocat and @acme/admins re #1234, see https://evil.example/p\n")
+    text = _report(tmp_path, log)
+    assert "octocat" in text
+    assert not _live_prose(text), _live_prose(text)

@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from minrepro.diagnose.pipeline import diagnose_log
 from minrepro.output.contract import diagnosis_to_json
@@ -637,3 +639,143 @@ def test_a_log_in_another_encoding_is_read_not_refused(tmp_path: Path, encoding:
     path = tmp_path / "run.log"
     path.write_bytes(text.encode(encoding, errors="replace"))
     assert diagnose_log(path).cause == "cuda_oom"
+
+
+# --- never "internal error" (issue 14, item 8) ----------------------------------------------
+
+_HOSTILE_NUMBERS = st.one_of(
+    st.sampled_from(["inf", "-inf", "nan", "NaN", "1e999", "-1e999", "9" * 400, "9" * 5000,
+                     "1" + "0" * 4400 + ".5", "0.0", "-0"]),
+    st.integers().map(str), st.floats().map(str))
+_NUMBER_TEMPLATES = [
+    "Step\tTraining Loss\tValidation Loss\n1\t2.3\t2.4\n{n}\t2.2\t2.3\n",
+    "| Step | Training Loss | Validation Loss |\n|---|---|---|\n| {n} | 2.2 | 2.3 |\n",
+    "Traceback (most recent call last):\n  File \"t.py\", line {n}, in f\nRuntimeError: x\n",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {n} GiB. GPU 0 has a total"
+    " capacity of {n} GiB of which {n} GiB is free.\n",
+    "Watchdog caught collective operation timeout: WorkNCCL(SeqNum={n}, OpType=ALLREDUCE,"
+    " NumelIn=1, NumelOut=1, Timeout(ms)={n}) ran for {n} milliseconds before timing out.\n",
+    "torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: {n}"
+    " (pid: 7) of binary\n",
+    "{{'loss': {n}, 'grad_norm': {n}, 'learning_rate': {n}, 'epoch': {n}}}\n",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(_NUMBER_TEMPLATES), _HOSTILE_NUMBERS)
+def test_hostile_numbers_never_crash_the_pipeline(template: str, number: str) -> None:
+    """A 400-digit size, inf/nan in an HF table's Step column, 5,000-digit line numbers."""
+    from minrepro.diagnose.pipeline import diagnose_lines
+    from minrepro.model import Line
+    from minrepro.output.text import diagnosis_to_text
+    from minrepro.report.bugreport import build_report
+
+    text = template.format(n=number)
+    lines = [Line(i, t) for i, t in enumerate(text.splitlines() * 2, 1)]
+    diagnosis = diagnose_lines(lines)
+    diagnosis_to_text(diagnosis)
+    json.dumps(diagnosis_to_json(diagnosis))
+    build_report(diagnosis)
+
+
+def test_hf_table_with_inf_and_nan_steps_through_the_cli(tmp_path: Path) -> None:
+    log = tmp_path / "hf.log"
+    log.write_text("Step\tTraining Loss\tValidation Loss\n1\t2.3\t2.4\ninf\t2.2\t2.3\n"
+                   "nan\t2.1\t2.2\n", encoding="utf-8")
+    for args in (("diagnose",), ("diagnose", "--json"), ("report",)):
+        result = run_cli(*args, str(log))
+        assert result.code in (0, 1), result.err
+        assert "internal error" not in result.err
+
+
+def test_closed_stdin_is_one_line(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", "import os, runpy, sys; os.close(0);"
+                           " sys.argv = ['minrepro', 'diagnose', '-'];"
+                           " sys.stdin = None; runpy.run_module('minrepro', run_name='__main__')"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+    result = CliResult(proc.returncode, proc.stdout, proc.stderr, 0.0, 0.0)
+    assert_one_line_error(result, "stdin")
+    assert "internal error" not in result.err
+
+
+def test_non_utf8_file_name_with_a_utf8_terminal(tmp_path: Path) -> None:
+    name = os.fsencode(tmp_path) + b"/run-\xff\xfe.log"
+    with open(name, "wb") as handle:
+        handle.write(OOM_SAMPLE.read_bytes())
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    for args in ((os.fsdecode(name),), (os.fsdecode(name) + ".missing",)):
+        result = run_cli("diagnose", *args, env=env)
+        assert "internal error" not in result.err and "Traceback" not in result.err, result.err
+        assert result.code in (0, 2)
+
+
+def test_env_with_a_non_utf8_nccl_variable() -> None:
+    env = {**os.environ, "NCCL_DEBUG_FILE": "/tmp/nccl-\udcff\udcfe.log",
+           "PYTHONIOENCODING": "utf-8"}
+    env_bytes = {os.fsencode(k): os.fsencode(v) for k, v in env.items()}
+    for args in (("env",), ("env", "--json")):
+        proc = subprocess.run([sys.executable, "-m", "minrepro", *args], capture_output=True,
+                              cwd=ROOT, env=env_bytes, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert b"internal error" not in proc.stderr
+        if "--json" in args:
+            json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("args", [
+    ("diagnose", "--bogus"), ("bogus",), ("verify", "x.py", "--timeout", "abc"),
+    ("repro", "a.log", "b.log"), ("triage-nope", "a"), ("diagnose", "a.log", "b.log"),
+])
+def test_usage_errors_are_one_line(args: tuple[str, ...]) -> None:
+    result = run_cli(*args)
+    assert_one_line_error(result)
+    assert "╭" not in result.err and "Usage:" not in result.err
+
+
+# --- inputs (issue 14, item 9) --------------------------------------------------------------
+
+
+def test_log_starting_with_a_block_of_nuls_is_read(tmp_path: Path) -> None:
+    """logrotate `copytruncate`: the writer keeps its offset, the file starts with NULs."""
+    log = tmp_path / "rotated.log"
+    log.write_bytes(b"\x00" * (1 << 20) + OOM_SAMPLE.read_bytes())
+    plain = diagnosis_json(run_cli("diagnose", "--json", str(OOM_SAMPLE)))
+    data = diagnosis_json(run_cli("diagnose", "--json", str(log)))
+    assert data["cause"] == "cuda_oom"
+    assert [e["line"] for e in data["evidence"]] == [e["line"] for e in plain["evidence"]]
+    stdin = run_cli("diagnose", "--json", "-", stdin=log.read_bytes())
+    assert diagnosis_json(stdin)["cause"] == "cuda_oom"
+
+
+def test_a_growing_log_is_read_up_to_its_size_at_open(tmp_path: Path) -> None:
+    from minrepro.diagnose.reader import LogReader
+
+    log = tmp_path / "live.log"
+    log.write_bytes(b"step 1 loss 2.3\n" * 2000)
+    records = iter(LogReader(log, chunk_bytes=4096))
+    next(records)
+    with log.open("ab") as handle:  # a fast writer appends while the reader is at work
+        handle.write(b"APPENDED after open\n" * 5000)
+    assert not [r for r in records if "APPENDED" in r.text]
+
+
+def test_one_ctrl_d_ends_stdin_from_a_terminal() -> None:
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "minrepro", "diagnose", "-"], stdin=follower,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    os.close(follower)
+    try:
+        os.write(leader, OOM_LINE + b"\n")
+        time.sleep(1.0)  # the line is read before the EOF arrives, as when a person types
+        os.write(leader, b"\x04")  # one Ctrl-D at the start of a line
+        try:
+            out, _ = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            pytest.fail("one Ctrl-D did not end the input")
+    finally:
+        os.close(leader)
+    assert proc.returncode == 0 and b"cuda_oom" in out

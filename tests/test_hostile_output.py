@@ -7,12 +7,22 @@ listing every folder the command could write to, before and after.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import os
+import secrets
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from test_hostile_input import ROOT, assert_no_traceback, assert_one_line_error, run_cli  # noqa: E402 - the shared runner
+
+from minrepro.sanitize import log_text, shown
 
 SAMPLE = ROOT / "samples" / "position_overflow__cpu_traceback.log"
 
@@ -27,7 +37,9 @@ class Sandbox:
         self.log = tmp_path / "logs" / "run.log"
         self.log.write_bytes(SAMPLE.read_bytes())
         os.utime(self.log, (1_600_000_000, 1_600_000_000))
-        self.env = {**os.environ, "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path / "tmp")}
+        # PYTHONPATH: the cwd is not the checkout, and the code under test is the checkout's.
+        self.env = {**os.environ, "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path / "tmp"),
+                    "PYTHONPATH": str(ROOT)}
 
     def repro(self, *args: str):
         return run_cli("repro", str(self.log), *args, cwd=self.root / "cwd", env=self.env)
@@ -184,3 +196,135 @@ def test_gzip_log_is_not_modified(box: Sandbox) -> None:
     assert result.code == 0, result.err
     assert hashlib.sha256(gz.read_bytes()).hexdigest() == digest
     assert gz.stat().st_mtime_ns == mtime
+
+
+# --- what reaches the terminal: one sanitiser, to a fixed point (issue 14, item 1) -----------
+
+_DANGEROUS = set("\x1b\x08\x7f") | {chr(c) for c in range(0x80, 0xA0)} | set(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_NESTED_PAYLOADS = [
+    "\x1b\x1b[0m]52;c;ZXZpbA==\x07",  # OSC 52 clipboard write once the inner CSI is gone
+    "\x1b\x1b[0m]0;pwned title\x07",  # OSC 0: window title
+    "\x1b\x1b[1m]8;;https://evil.example\x1b\\\\click\x1b\x1b[0m]8;;\x1b\\\\",  # OSC 8 link
+    "\x1bc", "\x1b(0lqqk", "ok\x08\x08\x08bad", "\xc2\x9b31mred", "\x9d0;t\x9c",
+    "\u202eevil\u202c", "\u2066iso\u2069", "\x1b\x1b\x1b[m[m]2;x\x07",
+]
+
+
+def _dangerous_left(text: str) -> set[str]:
+    return {c for c in text if c in _DANGEROUS or (ord(c) < 32 and c not in "\t\n")}
+
+
+_ESCAPE_ALPHABET = st.sampled_from(["\x1b", "[", "]", "(", "0", "1", ";", "m", "c", "\x07", "\\",
+                                    "P", "_", "\x08", "\x9b", "\x9d", "\x9c", "\u202e", "\u2066",
+                                    "\x00", "\x7f", "a", " ", "\n", "52", "8;;"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ESCAPE_ALPHABET, max_size=40).map("".join))
+def test_sanitiser_leaves_no_control_and_is_a_fixed_point(text: str) -> None:
+    """Whatever mix of escape fragments: nothing that drives a terminal is left, and sanitising
+    again changes nothing (a sequence assembled by one removal is removed too)."""
+    for clean in (log_text, shown, lambda t: shown(t, multiline=True)):
+        once = clean(text)
+        assert not _dangerous_left(once), (text, once)
+        assert clean(once) == once
+    assert "\n" not in shown(text)  # one line: a name cannot forge a `minrepro: error:` line
+
+
+@pytest.mark.parametrize("payload", _NESTED_PAYLOADS)
+def test_nested_escapes_never_reach_text_json_or_stderr(tmp_path: Path, payload: str) -> None:
+    """Log text through `diagnose`, `diagnose --json` and `repro` (its stderr message)."""
+    log = tmp_path / "esc.log"
+    log.write_text("Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n"
+                   f"RuntimeError: boom {payload} end\n", encoding="utf-8")
+    for args in (("diagnose", str(log)), ("diagnose", "--json", str(log)),
+                 ("repro", str(log)), ("report", str(log))):
+        result = run_cli(*args)
+        assert_no_traceback(result)
+        for stream in (result.out, result.err, json.dumps(json.loads(result.out))
+                       if "--json" in args else ""):
+            assert not _dangerous_left(stream), (args, stream[-500:])
+
+
+def test_file_name_with_escapes_in_a_warning_is_one_clean_line(tmp_path: Path) -> None:
+    name = "bad\nminrepro: error: forged\x1b]52;c;eA==\x07\u202e.log.gz"
+    log = tmp_path / name
+    log.write_bytes(gzip.compress(SAMPLE.read_bytes())[:-20])  # truncated: a warning names it
+    result = run_cli("diagnose", str(log))
+    assert_no_traceback(result)
+    lines = result.err.splitlines()
+    assert lines and all(line.startswith("minrepro: ") for line in lines), lines
+    assert not any(line.startswith("minrepro: error: forged") for line in lines), lines
+    assert not _dangerous_left(result.err + result.out)
+
+
+# --- what gets written (issue 14, item 6) ---------------------------------------------------
+
+
+def test_stdin_redirected_from_the_target_is_never_overwritten(box: Sandbox) -> None:
+    """`repro - -o run.log --force < run.log` destroyed the input: the guard knew only LOG."""
+    state = box.log_state()
+    for args in (("repro", "-", "-o", str(box.log), "--force"),
+                 ("report", "-", "-o", str(box.log), "--force")):
+        with box.log.open("rb") as stdin:
+            proc = subprocess.run([sys.executable, "-m", "minrepro", *args], stdin=stdin,
+                                  capture_output=True, cwd=ROOT, env=box.env, timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert b"input log" in proc.stderr
+        assert box.log_state() == state, f"{args[0]} rewrote the log it read from stdin"
+
+
+@pytest.mark.parametrize("umask, script_mode, report_mode", [
+    (0o077, 0o700, 0o600), (0o022, 0o755, 0o644), (0o027, 0o750, 0o640)])
+def test_outputs_honour_the_umask(box: Sandbox, umask: int, script_mode: int,
+                                  report_mode: int) -> None:
+    for command, name, expected in (("repro", "r.py", script_mode),
+                                    ("report", "r.md", report_mode)):
+        target = box.root / "out" / name
+        proc = subprocess.run(
+            [sys.executable, "-c", f"import os, sys; os.umask({umask}); sys.argv[0] = 'minrepro';"
+             " from minrepro.cli import main; main()", command, str(box.log), "-o", str(target)],
+            capture_output=True, cwd=ROOT, env=box.env, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert stat.S_IMODE(target.stat().st_mode) == expected, (command, oct(umask))
+        target.unlink()
+
+
+def test_dash_output_means_stdout(box: Sandbox) -> None:
+    result = box.repro("-o", "-")
+    assert result.code == 0, result.err
+    assert result.out.startswith("#!/usr/bin/env python3")
+    assert not (box.root / "cwd" / "-").exists()
+
+
+_NAME_CHARS = st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs",))
+
+
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(_NAME_CHARS, min_size=1, max_size=255))
+@example("r" * 240 + ".py")
+@example("é" * 127)
+@example("a\nminrepro: error: forged\x1b[2J")
+def test_any_valid_name_is_written_with_no_temp_left(tmp_path: Path, name: str) -> None:
+    """Up to 255 bytes: a 243-byte name used to fail because the temp name was longer."""
+    from minrepro.errors import OutputError
+    from minrepro.files import write_atomic
+
+    if len(name.encode()) > 255 or name in (".", ".."):
+        return
+    folder = tmp_path / secrets.token_hex(4)
+    folder.mkdir()
+    write_atomic("x\n", folder / name)
+    assert [p.name for p in folder.iterdir()] == [name]
+    with pytest.raises(OutputError) as refused:  # exists: the one-line error shows it safely
+        write_atomic("y\n", folder / name)
+    assert "\n" not in str(refused.value) and not _dangerous_left(str(refused.value))
+
+
+def test_a_243_byte_name_is_written(box: Sandbox) -> None:
+    target = box.root / "out" / ("r" * 240 + ".py")
+    result = box.repro("-o", str(target))
+    assert result.code == 0, result.err
+    assert target.is_file() and len(list(target.parent.iterdir())) == 1

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -370,3 +373,118 @@ def test_the_json_warning_list_is_json(tmp_path: Path) -> None:
     result = diagnose_with(rules, "--json", log=log, timeout=15)
     assert result.code == 1
     assert isinstance(json.loads(result.out)["warnings"], list)
+
+
+# --- regex time per log, compile cost per pattern (issue 14, item 2) -------------------------
+
+
+def _slow_but_under_the_timeout() -> str:
+    """A CRAFTED line that `(a|aa)+$` needs 20-200 ms for: under the per-call timeout, so only
+    a budget over the whole log stops 1,275 of them (calibrated: machines differ)."""
+    pattern = regex.compile(EVIL_PATTERNS[0], regex.VERSION0)
+    for length in range(16, 40):
+        line = "CRAFTED " + "a" * length + "!"
+        started = time.perf_counter()
+        pattern.search(line)
+        if time.perf_counter() - started > 0.02:
+            return line
+    pytest.skip("this machine backtracks too fast to build the case")  # never seen
+
+
+def test_slow_pattern_over_many_lines_is_switched_off_per_log(tmp_path: Path) -> None:
+    rules = pack(tmp_path, {"evil.yaml": evil_rule(EVIL_PATTERNS[0])})
+    log = tmp_path / "job.log"
+    line = _slow_but_under_the_timeout()
+    log.write_bytes((line + "\n").encode() * 1275 + OOM_SAMPLE.read_bytes())
+    result = diagnose_with(rules, "--json", log=log, timeout=25)
+    assert not result.timed_out, "1,275 lines each paid the pattern's cost (no per-log budget)"
+    data = diagnosis_json(result)
+    assert result.code == 0 and data["cause"] == "cuda_oom"
+    warned = [w for w in data["warnings"] if "MR-USR-001/backtracker" in w]
+    assert len(warned) == 1, data["warnings"]
+    assert result.err.count("MR-USR-001") == 1, result.err
+
+
+def test_lr_followed_by_thousands_of_blanks_is_linear(tmp_path: Path) -> None:
+    """MR-CONV-004's `lr` + `\\s*[:=]?\\s*` and the metric extractor's `\\s*(..|\\s+)` tried
+    every split of a blank run: 500 such lines took minutes. Now the oom is found in seconds."""
+    log = tmp_path / "blanks.log"
+    with log.open("wb") as handle:
+        for blank in (b" ", b"\t"):
+            handle.write((b"lr" + blank * 8000 + b"x\n") * 250)
+        handle.write(b"torch" + b" " * 8000 + b"1\nlearning_rate" + b" " * 8000 + b"=\n")
+        handle.write(OOM_SAMPLE.read_bytes())
+    result = run_cli("diagnose", "--json", str(log), timeout=30)
+    assert not result.timed_out, "quadratic regex on runs of blanks"
+    assert diagnosis_json(result)["cause"] == "cuda_oom"
+    assert result.seconds < 30
+
+
+@pytest.mark.parametrize("pattern", [
+    "((((a{100}){100}){100}){100})", "(?:(?:x{1000}){1000})", "((a{50}){50}){50}b",
+    "(?:[ab]{200}){200}",
+], ids=["nested-4x100", "nested-2x1000", "nested-3x50", "class-2x200"])
+def test_pattern_that_explodes_at_compile_time_is_refused(tmp_path: Path, pattern: str) -> None:
+    rules = pack(tmp_path, {"bomb.yaml": rule_text(params=None, examples=None, signals=signal(
+        pattern=pattern))})
+    result = run_cli("rules", "--rules", str(rules), timeout=20)
+    assert_one_line_error(result, "bomb.yaml", "MR-USR-001", "pattern")
+    assert result.rss_mb < MAX_RSS_MB
+
+
+def test_every_builtin_pattern_is_under_the_compile_budget() -> None:
+    from minrepro.diagnose.rules.regexcost import MAX_EXPANSION, expansion
+
+    costs = {f"{r.id}/{s.name}": expansion(s.source) for r in load_rules([]) for s in r.signals}
+    assert max(costs.values()) <= MAX_EXPANSION, max(costs.items(), key=lambda kv: kv[1])
+
+
+# --- what a rule pack may be made of (issue 14, item 3) -------------------------------------
+
+
+@pytest.mark.parametrize("target", ["fifo", "/dev/urandom", "/dev/zero", "/dev/null-link"])
+def test_rule_pack_entries_that_are_not_regular_files_are_refused(tmp_path: Path,
+                                                                  target: str) -> None:
+    """A FIFO named x.yaml hung forever; a link to /dev/urandom grew memory without bound."""
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    entry = rules / "x.yaml"
+    if target == "fifo":
+        os.mkfifo(entry)
+    else:
+        entry.symlink_to(target.removesuffix("-link"))
+    for command in (("rules", "--rules", str(rules)),
+                    ("diagnose", "--rules", str(rules), str(OOM_SAMPLE))):
+        result = run_cli(*command, timeout=15)
+        assert_one_line_error(result, "x.yaml")
+        assert result.rss_mb < MAX_RSS_MB
+
+
+_SECRET_FILES = {
+    "ssh-key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU: x: 'q\n",
+    "env-file": "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY\n: [\n",
+    "id-token": "id: hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123\ncause: nope\n",
+    "alias": "password: *hunter2secretalias\n",
+    "quoted": "token: \"ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_SECRET_FILES))
+def test_a_linked_file_that_is_no_rule_is_not_echoed(tmp_path: Path, kind: str) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text(_SECRET_FILES[kind], encoding="utf-8")
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "innocent.yaml").symlink_to(secret)
+    message = load_error(rules)
+    assert_names(message, "innocent.yaml")
+    words = {w for line in _SECRET_FILES[kind].splitlines() for w in re.findall(r"\w{6,}", line)}
+    assert not {w for w in words if w in message}, message
+
+
+def test_yml_files_are_loaded_like_yaml(tmp_path: Path) -> None:
+    rules = pack(tmp_path, {"wrapper.yml": rule_text()})
+    log = tmp_path / "job.log"
+    log.write_text("JOBWRAPPER: GPU memory exhausted (1024 bytes)\n", encoding="utf-8")
+    result = diagnose_with(rules, "--json", log=log)
+    assert diagnosis_json(result)["rule_id"] == "MR-USR-001"

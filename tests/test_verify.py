@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from minrepro.errors import BadInputError
 from minrepro.repro.verify import classify, verify_script
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def script(tmp_path: Path, body: str, name: str = "s.py") -> Path:
@@ -173,3 +178,98 @@ def test_the_reason_of_an_error_is_the_last_stderr_line(tmp_path: Path) -> None:
 def test_the_reason_of_a_timeout(tmp_path: Path) -> None:
     result = verify_script(script(tmp_path, "import time\ntime.sleep(30)\n"), timeout=0.5)
     assert result.reason == "timed out after 0.5 s"
+
+
+# --- the whole tree, bounded output (issue 14, item 7) --------------------------------------
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+_DETACHES = """
+    import os, subprocess, sys, time
+    pid_file = sys.argv[0] + ".pid"
+    # A worker that leaves the session (`setsid`) and holds stdout/stderr open.
+    code = ("import os, sys, time; os.setsid(); open(sys.argv[1], 'w').write(str(os.getpid()));"
+            " time.sleep(300)")
+    subprocess.Popen([sys.executable, "-c", code, os.path.abspath("grandchild.pid")])
+    while not os.path.exists("grandchild.pid") or not open("grandchild.pid").read():
+        time.sleep(0.05)
+    open(os.environ.get("PID_OUT", "/dev/null"), "w").write(open("grandchild.pid").read())
+    print("RuntimeError: index out of range in self")
+    print("REPRODUCED: position_overflow: 600 > 512")
+    sys.exit(1)
+"""
+
+
+def test_a_setsid_grandchild_does_not_outlive_verify(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """It holds the pipes too: a clean exit 1 + REPRODUCED stays that, in seconds."""
+    pid_out = tmp_path / "grandchild.pid"
+    monkeypatch.setenv("PID_OUT", str(pid_out))
+    result = verify_script(script(tmp_path, _DETACHES), timeout=30)
+    assert (result.outcome, result.exit_code) == ("reproduced", 1), result
+    assert result.seconds < 20, "the lingering grandchild turned a clean exit into a wait"
+    grandchild = int(pid_out.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(grandchild), "the setsid grandchild outlived verify"
+
+
+def test_huge_output_keeps_memory_flat(tmp_path: Path) -> None:
+    """300 MiB on stdout: verify keeps a tail, not the whole output."""
+    body = """
+        import sys
+        chunk = b"x" * (1 << 20) + b"\\n"
+        for _ in range(300):
+            sys.stdout.buffer.write(chunk)
+        print("RuntimeError: index out of range in self")
+        print("REPRODUCED: position_overflow: 600 > 512", flush=True)
+        sys.exit(1)
+    """
+    path = script(tmp_path, body)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import resource, sys; from minrepro.repro.verify import"
+         " verify_script; r = verify_script(sys.argv[1], timeout=120); print(r.outcome.value,"
+         " resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)", str(path)],
+        capture_output=True, text=True, cwd=ROOT, timeout=180)
+    outcome, rss_mb = proc.stdout.split()
+    assert outcome == "reproduced", proc.stderr
+    assert int(rss_mb) < 150, f"verify grew to {rss_mb} MB on 300 MiB of output"
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0", "-inf", "1e999"])
+def test_bad_timeout_on_the_command_line_is_one_line(tmp_path: Path, value: str) -> None:
+    path = script(tmp_path, REPRODUCES)
+    proc = subprocess.run([sys.executable, "-m", "minrepro", "verify", str(path), "--timeout",
+                           value], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("minrepro: error:") and "timeout" in lines[0]
+
+
+def test_a_killed_supervisor_leaves_no_worker_behind(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The OOM killer (here: the script) kills the supervisor; its group still goes."""
+    pid_out = tmp_path / "worker.pid"
+    monkeypatch.setenv("PID_OUT", str(pid_out))
+    body = """
+        import os, signal, subprocess, sys, time
+        worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+        open(os.environ["PID_OUT"], "w").write(str(worker.pid))
+        os.kill(os.getppid(), signal.SIGKILL)  # the supervisor
+        time.sleep(300)
+    """
+    result = verify_script(script(tmp_path, body), timeout=30)
+    assert result.outcome == "error" and result.seconds < 25, result
+    worker = int(pid_out.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(worker), "a worker of the run outlived verify"

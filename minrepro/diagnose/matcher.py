@@ -1,25 +1,40 @@
 """Apply rule packs to a stream of lines, keeping bounded hit state, and turn hits into Findings.
 
-The caller owns the loop: `matcher.feed(line)` for every line, then `matcher.findings()`.
-A line is first checked against a trie of every signal's literal hints; only the signals whose
+The caller owns the loop: `matcher.feed(line)` for every line, then `matcher.findings()`. A
+line is first checked against a trie of every signal's literal hints; only the signals whose
 hints occur in it, and one of whose `requires` words too where it has them, run their regex
-(with a timeout). Prose signals (words of a bug report) are
-read only in the first PROSE_LINES lines: a report's text sits at its top, and in a multi-GB
-machine log the same words are noise that would cost a regex per line.
+(with a timeout). Regex time is also budgeted per log: a signal that has spent its budget on
+this log, or any signal once all of them together have spent the log's, is switched off (named
+once in `timeouts`) and the diagnosis still comes out: a pattern that takes 0.2 s a line, under
+the per-call timeout, would otherwise cost hours on a crafted log of many such lines. Budgets
+grow with the text read (a big healthy log earns more time than a small crafted one). Prose
+signals (words of a bug report) are read only in the first PROSE_LINES lines: a report's text
+sits at its top, and in a multi-GB machine log the same words are noise that would cost a regex
+per line.
 """
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from minrepro.diagnose.extract.units import parse_duration_ms, parse_size
 from minrepro.diagnose.literals import LiteralSet
 from minrepro.diagnose.rules.pack import Rule, Signal
 from minrepro.model import Evidence, Finding, Line, ParamValue, Role, Severity
 
-REGEX_TIMEOUT_S = 0.25
+if TYPE_CHECKING:
+    import regex
+
+REGEX_TIMEOUT_S = 0.25  # one search on one line
+SIGNAL_BUDGET_S = 1.0  # one signal over the whole log, plus SIGNAL_S_PER_MB
+LOG_BUDGET_S = 10.0  # all signals together over the whole log, plus LOG_S_PER_MB
+SIGNAL_S_PER_MB = 0.2  # per million characters of text read
+LOG_S_PER_MB = 1.0
+_MIN_TIMEOUT_S = 0.001
 PROSE_LINES = 5000
 _KEEP_HITS = 6  # evidence kept per signal
 _KEEP_LINES = 64  # hit line numbers kept per signal, first and last, for proximity checks
@@ -56,7 +71,11 @@ class _SignalState:
 class RuleMatcher:
     def __init__(self, rules: Iterable[Rule]) -> None:
         self.rules = tuple(rule for rule in rules if rule.signals)  # checks have no patterns
-        self.timeouts: set[str] = set()
+        self.timeouts: set[str] = set()  # signals switched off: too slow on this log
+        self._spent: dict[str, float] = {}  # regex seconds per signal
+        self._total = 0.0
+        self._chars = 0  # text read so far: budgets grow with it
+        self.exhausted = False  # the log's budget is spent: no more regexes on this log
         self._state: dict[tuple[int, int], _SignalState] = {}
         self._by_hint: dict[str, list[tuple[int, int, Signal]]] = {}
         self._always: list[tuple[int, int, Signal]] = []
@@ -74,6 +93,7 @@ class RuleMatcher:
 
     def feed(self, line: Line) -> None:
         prose = line.line <= PROSE_LINES
+        self._chars += len(line.text)
         lowered = line.text.lower()
         hints = (self._all_hints if prose else self._machine_hints).present(lowered)
         if not hints and not self._always:
@@ -92,16 +112,33 @@ class RuleMatcher:
         if signal.requires and not any(word in lowered for word in signal.requires):
             return
         name = f"{self.rules[r].id}/{signal.name}"
-        if name in self.timeouts:
+        if name in self.timeouts or self.exhausted:
             return  # a pattern that timed out once is off for the rest of the log
-        try:
-            match = signal.pattern.search(line.text, timeout=REGEX_TIMEOUT_S)
-        except TimeoutError:
-            self.timeouts.add(name)
-            return
+        match = self._search(name, signal, line.text)
         if match:
             groups = {k: v for k, v in match.groupdict().items() if v is not None}
             self._state.setdefault((r, s), _SignalState()).add(line, groups)
+
+    def _search(self, name: str, signal: Signal, text: str) -> regex.Match[str] | None:
+        """The signal's search, bounded by what is left of its and the log's budget."""
+        spent = self._spent.get(name, 0.0)
+        signal_budget = SIGNAL_BUDGET_S + self._chars / 1e6 * SIGNAL_S_PER_MB
+        log_budget = LOG_BUDGET_S + self._chars / 1e6 * LOG_S_PER_MB
+        left = min(signal_budget - spent, log_budget - self._total)
+        started = time.perf_counter()
+        try:
+            return signal.pattern.search(text, timeout=max(min(REGEX_TIMEOUT_S, left),
+                                                           _MIN_TIMEOUT_S))
+        except TimeoutError:
+            self.timeouts.add(name)
+            return None
+        finally:
+            cost = time.perf_counter() - started
+            self._spent[name] = spent + cost
+            self._total += cost
+            if spent + cost >= signal_budget:
+                self.timeouts.add(name)
+            self.exhausted = self._total >= log_budget
 
     def findings(self) -> list[Finding]:
         found = (self._finding(r, rule) for r, rule in enumerate(self.rules))

@@ -150,7 +150,11 @@ def diagnose_lines(lines: Iterable[Line], *, rules: RuleSet | None = None,
     rules = load_rules() if rules is None else rules
     findings, collector, matcher = run_stages(lines, rules)
     curve = next((a for a in collector.analyzers if isinstance(a, CurveAnalyzer)), None)
-    notes = [f"rule pattern timed out: {name}" for name in sorted(matcher.timeouts)]
+    notes = [f"rule pattern timed out (switched off for this log): {name}"
+             for name in sorted(matcher.timeouts)]
+    if matcher.exhausted:
+        notes.append("the regex time budget of this log was spent: rule patterns were off"
+                     " for the rest of it")
     failures = collector.all_failures()
     went_on = collector.metric_lines[0] if len(collector.metric_lines) == _WENT_ON else 0
     shape = LogShape(lines=collector.lines, last_metric_line=collector.last_metric_line,

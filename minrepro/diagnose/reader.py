@@ -21,12 +21,16 @@ from typing import Any, BinaryIO
 from minrepro.diagnose.scan import MANY_UPDATES, LineSelector
 from minrepro.errors import BadInputError, shown_path
 from minrepro.model import Line
+from minrepro.sanitize import log_text
 
 CHUNK_BYTES = 4 << 20
 MAX_LINE_BYTES = 16 * 1024  # longer records are cut here and flagged `truncated`
 _SNIFF_BYTES = 8192
+MAX_BLANK_RUN = 32
+_NUL_BLOCK = 16
+_LONG_LINE = 256  # shorter lines cannot hold a run long enough to cost anything
+_BLANK_RUN = re.compile(rf"[ \t]{{{MAX_BLANK_RUN + 1},}}")
 
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _RANK_PREFIX = re.compile(
     r"^(?:\[\d+\]\s+)?"  # a line-number prefix some launchers add: "[80746] "
     r"(?:\[(?:rank|default)(?P<r1>\d{1,5})\]:?"  # torchrun: "[rank3]:" / "[default0]:"
@@ -67,7 +71,11 @@ class LogReader:
 
     def _open(self) -> BinaryIO:
         if self.source == "-":
-            return self._stdin or sys.stdin.buffer
+            if self._stdin is not None:
+                return self._stdin
+            if sys.stdin is None or sys.stdin.closed:  # `minrepro diagnose - <&-`
+                raise BadInputError("<stdin>: standard input is closed (nothing to read)")
+            return sys.stdin.buffer
         path = Path(self.source)
         shown = shown_path(self.source)
         try:
@@ -87,21 +95,28 @@ class LogReader:
             raise BadInputError(f"{shown}: cannot read ({err.strerror or err})") from None
 
     def _raw_chunks(self, stream: BinaryIO) -> Iterator[bytes]:
-        while True:
+        """Chunks up to the size the file had when opened: a log still being written (a fast
+        writer) is read as it was, not followed forever. Stdin is read with one read per
+        chunk (`read1`): on a terminal, one Ctrl-D then ends it, not two."""
+        left = self.total_bytes  # None: stdin, no limit
+        read = getattr(stream, "read1", stream.read) if self.source == "-" else stream.read
+        while left is None or left > 0:
             try:
-                chunk = stream.read(self.chunk_bytes)
+                chunk = read(self.chunk_bytes if left is None else min(self.chunk_bytes, left))
             except OSError as err:
                 raise BadInputError(f"{shown_path(self.source)}: read failed"
                                     f" ({err.strerror or err})") from None
             if not chunk:
                 return
             self.bytes_read += len(chunk)
+            if left is not None:
+                left -= len(chunk)
             yield chunk
 
     def _decoded_chunks(self, stream: BinaryIO) -> Iterator[bytes]:
         """Raw chunks, gunzipped and transcoded to UTF-8 where needed."""
         chunks = self._raw_chunks(stream)
-        first = next(chunks, b"")
+        first = _skip_leading_nuls(chunks)
         if first[:2] == b"\x1f\x8b":
             self.compressed = True  # total_bytes is no longer the size of the text
             chunks = self._gunzip(_chain(first, chunks))
@@ -242,18 +257,31 @@ def iter_lines(source: str | os.PathLike[str], **options: Any) -> Iterator[Line]
 
 
 def _clean(segment: bytes) -> str:
-    text = segment.decode("utf-8", "replace")
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-    return text.rstrip()
+    """Decoded, with escape sequences and control characters removed (see sanitize); in a
+    long line, runs of blanks cut to MAX_BLANK_RUN: every `\\s*...\\s*` in an extractor
+    is quadratic in the length of a run (`lr` + 8,000 spaces took seconds a line)."""
+    text = log_text(segment.decode("utf-8", "replace")).rstrip()
+    if len(text) > _LONG_LINE:
+        text = _BLANK_RUN.sub(lambda m: m[0][:MAX_BLANK_RUN], text)
+    return text
 
 
 def _after_separator(raw: bytes) -> bytes:
     """The part of a physical line after the over-long record that was already cut."""
     cut = raw.find(b"\r")
     return raw[cut + 1:] if cut >= 0 else b""
+
+
+def _skip_leading_nuls(chunks: Iterator[bytes]) -> bytes:
+    """The first chunk with text in it, leading NUL bytes dropped: logrotate's `copytruncate`
+    leaves the writer's old offset behind, and the file then starts with a block of NULs."""
+    skipped = 0
+    for chunk in chunks:
+        text = chunk.lstrip(b"\x00")
+        skipped += len(chunk) - len(text)
+        if text:  # one or two NULs may be UTF-16-BE without a BOM: only a block is dropped
+            return text if skipped >= _NUL_BLOCK else chunk
+    return b""
 
 
 def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from minrepro.model import PACKAGE_FACT, Diagnosis, Failure, Frame, package_versions
+from minrepro.sanitize import shown_tree
 
 
 def diagnosis_to_json(diagnosis: Diagnosis) -> dict[str, Any]:
-    """The `diagnose --json` object: contract keys first, then extras. Nothing volatile."""
-    return {
+    """The `diagnose --json` object: contract keys first, then extras. Nothing volatile.
+    Every string passes the sanitiser: `ensure_ascii=False` would print C1 and bidi raw."""
+    return shown_tree({
         "cause": diagnosis.cause,
         "category": diagnosis.category,
         "confidence": diagnosis.confidence,
@@ -31,7 +33,7 @@ def diagnosis_to_json(diagnosis: Diagnosis) -> dict[str, Any]:
         "source": diagnosis.source,
         "env": env_to_json(diagnosis.env),
         "warnings": list(diagnosis.warnings),
-    }
+    })
 
 
 def env_to_json(env: dict[str, str]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Mask what identifies a person or a machine in log text before it is pasted publicly.
 
-Masked: home directories (`/home/alice/x` -> `/home/<user>/x`, `/Users/alice`,
+Masked: credentials (tokens, URL passwords, `password=...`: see secretscan), home
+directories (`/home/alice/x` -> `/home/<user>/x`, `/Users/alice`, `/u/alice`,
 `C:\\Users\\alice`; `/root` stays, it names no one), the current user name and the local
 host name (whole words, any case), `host: name` fields and `name:port` / `user@host`
 patterns, IPv4/IPv6 addresses (-> `<ip>`; loopback and unspecified addresses stay, they
@@ -13,12 +14,15 @@ device; `Acc@1` is a metric.
 
 from __future__ import annotations
 
+import ast
 import getpass
 import ipaddress
 import re
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+
+from minrepro.output.secretscan import mask_secrets
 
 USER, HOST, IP, EMAIL = "<user>", "<host>", "<ip>", "<email>"
 
@@ -29,7 +33,10 @@ _GENERIC_NAMES = frozenset({
 })
 _MIN_NAME_LEN = 3  # shorter names ("u", "li") would mask fragments of ordinary words
 
-_HOME_POSIX = re.compile(r"(?P<pre>/(?:home|Users)/)(?!<user>)(?P<name>[^/\s'\"<>:]+)")
+_HOME_POSIX = re.compile(  # /home, /Users, /users, /u (NFS homes)
+    r"(?P<pre>/(?:home|[Uu]sers)/|(?<![\w.-])/u/)(?!<user>)(?P<name>[^/\s'\"<>:]+)")
+_CLOUD_HOST = re.compile(  # AWS/GCP-style names that spell the private address out
+    r"(?<![\w-])ip-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}(?:\.[A-Za-z0-9-]+)*(?![\w-])")
 _HOME_WINDOWS = re.compile(
     r"(?P<pre>\b[A-Za-z]:(?:\\{1,2}|/)Users(?:\\{1,2}|/))(?!<user>)(?P<name>[^\\/\s'\"<>:]+)",
     re.IGNORECASE)
@@ -123,7 +130,9 @@ def redact(text: str, redactor: Redactor | None = None) -> str:
     """`text` with home paths, names, hosts, addresses and e-mails masked."""
     if not text:
         return text
+    text = mask_secrets(text)
     text = mask_home_paths(text)
+    text = _CLOUD_HOST.sub(HOST, text)
     text = _EMAIL.sub(EMAIL, text)
     text = _USER_AT_HOST.sub(_user_at_host, text)
     text = _IPV4.sub(_ipv4, text)
@@ -192,3 +201,17 @@ def _looks_like_host(host: str) -> bool:
     if lowered in _NOT_HOSTS or lowered.rsplit(".", 1)[-1] in _FILE_EXTENSIONS:
         return False
     return any(c.isdigit() or c in "-." for c in host)
+
+
+def redact_script(script: str | None, mask: Callable[[str], str]) -> str | None:
+    """A repro script as a report shows it: names, paths and secrets in its header comment
+    and strings masked, where the masked text is still valid Python (else the comments)."""
+    if script is None or mask is str:
+        return script
+    masked = mask(script)
+    try:
+        ast.parse(masked)
+    except SyntaxError:
+        masked = "".join(mask(line) if line.lstrip().startswith("#") else line
+                         for line in script.splitlines(keepends=True))
+    return masked

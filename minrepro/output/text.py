@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from minrepro.model import Diagnosis, Failure, FailureKind, ParamValue
+from minrepro.sanitize import shown
 from minrepro.taxonomy import CATEGORY_MEANING
 
 EVIDENCE_CHARS = 200
@@ -72,6 +73,11 @@ def _cascade_text(diagnosis: Diagnosis) -> str:
 
 
 def diagnosis_to_text(diagnosis: Diagnosis) -> str:
+    """The text report; nothing in it can drive a terminal (see minrepro.sanitize)."""
+    return shown(_text(diagnosis), multiline=True)
+
+
+def _text(diagnosis: Diagnosis) -> str:
     first = failure_summary(diagnosis)
     if first and diagnosis.failure is not None and diagnosis.failure.rank is None:
         first = f"failed first: {first}"

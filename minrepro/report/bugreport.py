@@ -33,11 +33,12 @@ from minrepro.diagnose.reader import LogReader
 from minrepro.errors import BadInputError, RenderError
 from minrepro.files import write_atomic
 from minrepro.model import PACKAGE_FACT, Diagnosis, Evidence, Line, ParamValue, package_versions
-from minrepro.output.redact import Redactor, local_redactor
+from minrepro.output.redact import Redactor, local_redactor, redact_script
 from minrepro.output.text import failure_summary, human_bytes
 from minrepro.report.envreport import EnvReport, format_env_text
 from minrepro.report.markdown import clean_line, code_span, fence, md_escape, package_row, sparkline
 from minrepro.repro.verify import VerifyResult
+from minrepro.sanitize import shown
 
 #: Masks identifying text (a `Redactor`), or returns it unchanged.
 Mask = Callable[[str], str]
@@ -195,13 +196,14 @@ def build_report(diagnosis: Diagnosis, *, script: str | None = None,
     if diagnosis.diagnosed:
         parts += [_diagnosis_section(diagnosis, mask), _evidence_section(excerpt, mask)]
         parts += _curve_section(diagnosis)
-        parts.append(_repro_section(diagnosis, script, script_error, verify_result))
+        parts.append(_repro_section(diagnosis, redact_script(script, mask), script_error,
+                                    verify_result))
     else:
         parts.append(_no_cause_section(diagnosis, mask))
     parts.append(_env_section(diagnosis, local_env, mask))
     parts += _traceback_section(diagnosis, mask)
     parts.append(_footer(diagnosis, mask, redacted=redactor is not None))
-    return "\n\n".join(p.rstrip("\n") for p in parts if p) + "\n"
+    return shown("\n\n".join(p.rstrip("\n") for p in parts if p) + "\n", multiline=True)
 
 
 def _title(diagnosis: Diagnosis, mask: Mask) -> str:
@@ -389,5 +391,5 @@ def _footer(diagnosis: Diagnosis, mask: Mask, *, redacted: bool) -> str:
 
 def write_text(text: str, path: str | os.PathLike[str], *, force: bool = False,
                protect: tuple[str | os.PathLike[str], ...] = ()) -> Path:
-    """Write the report atomically (0o644); never clobber unless `force`."""
+    """Write the report atomically (0o666 less the umask); never clobber unless `force`."""
     return write_atomic(text, path, force=force, protect=protect)

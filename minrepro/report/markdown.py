@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from collections.abc import Sequence
 
@@ -12,6 +13,11 @@ _BARS = "▁▂▃▄▅▆▇█"
 _FLAT_FRACTION = 0.01
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
 _MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*[]<>&|~"})
+#: What GitHub turns live in prose: bare URLs and www. links, @user and @org/team mentions,
+#: #1234 / owner/repo#1234 / GH-1234 references. In prose they go into code spans, inert.
+_LIVE = re.compile(
+    r"(?i:\b(?:https?|ftp|file|ssh|git)://|\bwww\.)[^\s<>`]*"
+    r"|(?<![\w`])@\w[\w./-]*|#\w[\w-]*|(?i:\bgh-\d+)")
 
 
 def fence(text: str, info: str = "") -> str:
@@ -33,8 +39,15 @@ def package_row(packages: dict[str, str], limit: int = 30) -> list[str]:
 
 
 def md_escape(text: str) -> str:
-    """One line of untrusted text, safe in Markdown prose (no code spans, links, HTML)."""
-    return clean_line(text).translate(_MD_SPECIAL)
+    """One line of untrusted text, safe in Markdown prose: no HTML, no links, no mentions
+    (what GitHub would turn live goes into a code span)."""
+    text = clean_line(text)
+    parts, position = [], 0
+    for match in _LIVE.finditer(text):
+        parts += [text[position:match.start()].translate(_MD_SPECIAL), code_span(match[0])]
+        position = match.end()
+    parts.append(text[position:].translate(_MD_SPECIAL))
+    return "".join(parts)
 
 
 def code_span(text: str) -> str:

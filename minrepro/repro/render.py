@@ -251,5 +251,6 @@ def imported_modules(tree: ast.AST) -> set[str]:
 
 def write_script(text: str, path: str | os.PathLike[str], *, force: bool = False,
                  protect: tuple[str | os.PathLike[str], ...] = ()) -> Path:
-    """Write a script atomically, executable (0o755); never clobber unless `force`."""
-    return write_atomic(text, path, force=force, mode=0o755, protect=protect)
+    """Write a script atomically, executable (0o777 less the umask); never clobber unless
+    `force`."""
+    return write_atomic(text, path, force=force, mode=0o777, protect=protect)

@@ -167,9 +167,18 @@ def run_supervised(command: list[str], workdir: str, timeout: float
     except subprocess.TimeoutExpired:
         _stop(process)
         exit_code = None
+    _kill_group(process.pid)  # the supervisor itself may have been killed: its group is not
     for reader in readers:
         reader.join(timeout=5)  # an escaped process could hold a pipe: do not wait forever
     return exit_code, readers[0].text(), readers[1].text()
+
+
+def _kill_group(pgid: int) -> None:
+    """SIGKILL what is left of the run's process group (its session leader was `pgid`)."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (AttributeError, ProcessLookupError, PermissionError):
+        pass
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

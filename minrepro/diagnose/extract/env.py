@@ -32,7 +32,7 @@ _VERSION = r"\d+\.\d+(?:\.\d+)?(?:[a-z]+\d*)?(?:\.dev\d+)?(?:\+[\w.]+)?"
 
 _TORCH_VERSION = re.compile(
     rf"(?:\bPyTorch version|\btorch(?:\.__version__)?(?: version)?)"
-    rf"\s*(?:==|[:=]|\s)\s*v?({_VERSION})"
+    rf"(?:\s*(?:==|[:=])\s*|\s+)v?({_VERSION})"  # not \s*(?:..|\s)\s*: quadratic on blanks
     rf"|\bpytorch\s+({_VERSION})\s|\btorch-({_VERSION})-cp")
 _CU_SUFFIX = re.compile(r"\+cu(\d{2,3})(\d)\b")
 _CUDA_BUILD = re.compile(

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Sequence
 
-from minrepro.diagnose.extract.units import FLOAT, parse_duration_ms, parse_float
+from minrepro.diagnose.extract.units import FLOAT, parse_duration_ms, parse_float, parse_int
 from minrepro.diagnose.literals import any_of
 from minrepro.model import Line, LossScaleEvent, NcclTimeout, RunEnded, WorkerKilled
 
@@ -160,8 +160,8 @@ def _watchdog(text: str, line: Line) -> NcclTimeout:
     return NcclTimeout(
         line=line.line,
         op=op[1] if op else None,
-        timeout_ms=int(timeout[1]) if timeout else None,
-        seq_num=int(seq[1]) if seq else None,
+        timeout_ms=parse_int(timeout[1]) if timeout else None,
+        seq_num=parse_int(seq[1]) if seq else None,
         rank=_rank(line, text),
     )
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from minrepro.diagnose.extract.units import parse_int
 from minrepro.diagnose.literals import any_of
 from minrepro.model import Line, ProcessKilled
 
@@ -57,7 +58,7 @@ class KillExtractor:
             match = pattern.search(text)
             if match is None:
                 continue
-            rank = int(match[2]) if how == "exitcode" and match[2] else line.rank
+            rank = parse_int(match[2]) if how == "exitcode" and match[2] else line.rank
             key = (f"{how}:{match[1] if how in ('exitcode', 'signal') else ''}", rank)
             if key in self._seen:
                 return ()

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from minrepro.diagnose.extract.metricnames import STEP_KEYS, normalise
-from minrepro.diagnose.extract.units import FLOAT, is_finite
+from minrepro.diagnose.extract.units import FLOAT, is_finite, parse_int
 from minrepro.diagnose.literals import any_of
 from minrepro.model import Line, MetricRecord
 
@@ -55,11 +55,12 @@ _QUALIFIED = ("(?:(?:batch|epoch|step|iter|train|training|val|valid|validation|t
               "|reconstruction|adversarial|content|style|perceptual|contrastive) )+"
               "(?:loss|acc|accuracy)")
 #: `key: value`, `key=value`, `key value`; the value must end the token (not `0.23.ckpt`,
-#: `1:52:15`, `4846/12331`, `2017-06`).
+#: `1:52:15`, `4846/12331`, `2017-06`). `(?:\s*[:=]\s*|\s+)`, not `\s*(?:[:=]\s*|\s+)`: the
+#: latter tries every split of a run of blanks, quadratic on `lr` + 8,000 spaces.
 _PAIR = re.compile(
     rf"(?:^|(?<=[\s,|{{(\[;，。、>]))(?P<key>(?i:{_QUALIFIED})|(?i:{_MULTIWORD})"
     rf"|[A-Za-z][\w@/\-]*?)"
-    rf"\s*(?:[:=：]\s*|\s+)\[?{_VALUE}(?:\s?(?P<unit>ms|MiB|MB|GiB|GB)\b|(?P<letter>[smMG%]))?"
+    rf"(?:\s*[:=：]\s*|\s+)\[?{_VALUE}(?:\s?(?P<unit>ms|MiB|MB|GiB|GB)\b|(?P<letter>[smMG%]))?"
     r"(?!\.?[\w/\-]|:\d)")
 _DICT_PAIR = re.compile(rf"['\"](?P<key>[^'\"]{{1,60}})['\"]\s*[:：]\s*['\"]?{_VALUE}['\"]?")
 _THROUGHPUT = re.compile(r"(\d+(?:\.\d+)?)\s?(it/s|s/it)")
@@ -194,7 +195,7 @@ def _table_row(text: str, columns: list[str | None], line: Line
         if number is None:
             return None
         if name == "step":
-            step = int(float(number[1]))
+            step = parse_int(number[1])  # inf/nan/huge: a row without a step
         elif name is not None:
             values.setdefault(name, float(number[1]))
     if not _is_record(values, step):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from minrepro.diagnose.extract.units import parse_int
 from minrepro.model import Frame
 
 HEADER = "Traceback (most recent call last)"
@@ -100,7 +101,7 @@ def frames_in(text: str) -> list[Frame]:
         if match is None:
             continue
         code = match["rest"].strip() or None
-        frames.append(Frame(file=match["file"], line=int(match["lineno"]),
+        frames.append(Frame(file=match["file"], line=parse_int(match["lineno"]) or 0,
                             function=match["func"], code=code))
     return frames
 

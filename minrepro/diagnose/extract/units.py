@@ -35,6 +35,24 @@ def parse_size(text: str) -> int | None:
     return round(value) if math.isfinite(value) else None  # 400 digits: no size
 
 
+_MAX_INT_DIGITS = 18  # a step, line number, rank or timeout has fewer; a longer one is noise
+
+
+def parse_int(text: str | None) -> int | None:
+    """A count from a log ('12', '-3', '1.2e3', '12.0') as an int; None for what is not one:
+    inf/nan (an HF table's Step column), 400-digit runs (int() refuses past 4,300 digits and
+    float() overflows), empty text."""
+    if not text:
+        return None
+    digits = text.strip().lstrip("+-")
+    if digits.isdigit():
+        return int(text) if len(digits) <= _MAX_INT_DIGITS else None
+    value = parse_float(text) if len(text) <= 64 else None
+    if value is None or not is_finite(value) or abs(value) >= 10 ** _MAX_INT_DIGITS:
+        return None
+    return int(value)
+
+
 def parse_float(text: str) -> float | None:
     """'1e-4' -> 0.0001, 'nan' -> nan, '-inf' -> -inf; None when not a number."""
     try:

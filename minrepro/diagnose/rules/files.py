@@ -9,6 +9,9 @@ files, it is ignored and the YAML is read.
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
 import zlib
 from collections.abc import Iterable
 from functools import cache
@@ -21,6 +24,8 @@ BUILTIN_DIR = Path(__file__).parent  # the category folders of YAML beside this 
 FROZEN = BUILTIN_DIR / "frozen.json"
 MAX_RULE_FILE_BYTES = 1 << 20
 MAX_NESTING = 50
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")  # a quoted token of the file, in a YAML problem
+_DUPLICATE = re.compile(r"duplicate key '[a-z_]{1,20}'")
 
 
 def read_rule_file(path: Path) -> Any:
@@ -29,19 +34,53 @@ def read_rule_file(path: Path) -> Any:
 
     name = shown_path(path.name)
     try:
-        if path.stat().st_size > MAX_RULE_FILE_BYTES:
-            raise RulePackError(f"{name}: rule file larger than {MAX_RULE_FILE_BYTES} bytes")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise RulePackError(f"{name}: cannot read rule file ({_first_line(err)})") from None
+        text = read_bounded(path).decode("utf-8")
+    except UnicodeDecodeError:
+        raise RulePackError(f"{name}: cannot read rule file (not UTF-8 text)") from None
     if _nesting(text) > MAX_NESTING:  # libyaml recurses per level and can overflow the stack
         raise RulePackError(f"{name}: nested deeper than {MAX_NESTING} levels")
     try:
         return yaml.load(text, Loader=_unique_key_loader())  # noqa: S506 - a safe loader
     except yaml.YAMLError as err:
-        raise RulePackError(f"{name}: invalid YAML ({_first_line(err)})") from None
+        raise RulePackError(f"{name}: invalid YAML ({_yaml_problem(err)})") from None
     except RecursionError:
         raise RulePackError(f"{name}: nested too deeply") from None
+
+
+def read_bounded(path: Path) -> bytes:
+    """The bytes of a regular file of at most MAX_RULE_FILE_BYTES. Opened without blocking
+    and checked with fstat before any read: a FIFO would hang, /dev/urandom (or a link to it)
+    never ends; what `stat` said of the path may have changed by the time it is opened."""
+    name = shown_path(path.name)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as err:
+        raise RulePackError(f"{name}: cannot read rule file ({err.strerror or err})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RulePackError(f"{name}: not a regular file (a FIFO, device or socket)")
+        data = os.read(fd, MAX_RULE_FILE_BYTES + 1)
+        while len(data) <= MAX_RULE_FILE_BYTES and (more := os.read(fd, 1 << 16)):
+            data += more
+    except OSError as err:
+        raise RulePackError(f"{name}: cannot read rule file ({err.strerror or err})") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_RULE_FILE_BYTES:
+        raise RulePackError(f"{name}: rule file larger than {MAX_RULE_FILE_BYTES} bytes")
+    return data
+
+
+def _yaml_problem(err: Exception) -> str:
+    """What is wrong and where, never the text around it: a pack may hold a link to a file
+    that is not a rule at all (a key, a password file), and errors end up in CI logs. Only
+    a duplicate key is named (it is a rule key the validator knows, or it is cut)."""
+    problem = str(getattr(err, "problem", None) or getattr(err, "context", None) or "unparsable")
+    duplicate = _DUPLICATE.fullmatch(problem)
+    problem = problem if duplicate else _QUOTED.sub("'...'", problem)
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return shown_path(problem[:120]) + where
 
 
 def _nesting(text: str) -> int:
@@ -77,7 +116,8 @@ def _unique_key_loader() -> type:
 
 
 def rule_files(directory: Path) -> list[Path]:
-    return sorted(directory.rglob("*.yaml"))
+    """Every `*.yaml` and `*.yml` file below `directory`, in a stable order."""
+    return sorted([*directory.rglob("*.yaml"), *directory.rglob("*.yml")])
 
 
 def _fingerprint(paths: Iterable[Path]) -> str:
@@ -106,6 +146,3 @@ def write_frozen(parsed: list[tuple[Path, Any]]) -> str:
     FROZEN.write_text(json.dumps(frozen, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")
     return f"{shown_path(FROZEN)}: {len(parsed)} rule files"
 
-
-def _first_line(err: Exception) -> str:
-    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from minrepro.diagnose.rules import files as rulefiles
+from minrepro.diagnose.rules import regexcost
 from minrepro.errors import RulePackError, shown_path
 from minrepro.model import ParamValue, Role, Severity
 from minrepro.schema import IDENTIFIER, Checker
@@ -57,6 +58,7 @@ _CASE_KEYS = {"name", "log", "cause", "params"}
 _REQUIRED = ("id", "cause", "category", "title", "explanation", "fix", "signals")
 ID = re.compile(r"MR-(?:MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR|MON)-\d{3}")
 _MAX_CASE_CHARS = 20_000
+_SHORT_ID = re.compile(r"[A-Za-z0-9-]{1,12}")  # a mistyped id, shown; anything else is not
 
 
 _COMPILED: dict[tuple[str, bool], regex.Pattern[str]] = {}
@@ -131,8 +133,10 @@ class _RuleChecker(Checker):
         self.user = user  # a user's pack may declare causes of its own
         raw_id = data.get("id") if isinstance(data, dict) else None
         # Only a plausible id goes into messages: a crafted one could be huge or multi-line.
+        # Nor a long one: a pack may hold a link to a file that is no rule (`id: <a token>`).
         rule_id = raw_id if isinstance(raw_id, str) and ID.fullmatch(raw_id) else (
-            shown_path(raw_id[:40]) if isinstance(raw_id, str) else "?")
+            shown_path(raw_id) if isinstance(raw_id, str) and _SHORT_ID.fullmatch(raw_id)
+            else "?")
         super().__init__(f"{shown_path(path.name)}: {rule_id}", RulePackError)
         self.file = shown_path(path.name)
         if not isinstance(data, dict):
@@ -144,7 +148,8 @@ class _RuleChecker(Checker):
         self.require(data, _REQUIRED)
         rule_id, cause, category = (self.text(data, k) for k in ("id", "cause", "category"))
         if not ID.fullmatch(rule_id):
-            self.fail("id", f"{rule_id!r} should look like MR-MEM-001"
+            shown_id = repr(rule_id) if _SHORT_ID.fullmatch(rule_id) else "the id"
+            self.fail("id", f"{shown_id} should look like MR-MEM-001"
                       " (MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR|MON)")
         root = self._root_of(data, cause, category)
         params = self._params(data.get("params") or {})
@@ -241,6 +246,10 @@ class _RuleChecker(Checker):
                        ) -> None:
         import regex
 
+        cost = regexcost.expansion(source)
+        if cost > regexcost.MAX_EXPANSION:
+            self.fail(key + "pattern", f"too costly to compile: nested counted repeats expand"
+                      f" to about {cost} nodes (at most {regexcost.MAX_EXPANSION})")
         try:
             pattern = _compile(source, ignore_case)
         except regex.error as err:
