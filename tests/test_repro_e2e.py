@@ -11,7 +11,6 @@ import ast
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -64,19 +63,22 @@ def _check(path: Path, cause: str, workdir: Path) -> str | None:
     assert text == render_repro(diagnosis), "the CLI writes what the library renders"
     ast.parse(text)
     assert sum(1 for line in text.splitlines() if line.strip()) <= 40
-    bug, fixed = verify_script(script, timeout=120), verify_script(script, fixed=True, timeout=120)
+    bug = verify_script(script, timeout=120)
+    # --fixed runs for the core four here; for the others, with each template's values, in
+    # test_repro_other (running them twice cost a minute of CI)
+    fixed = verify_script(script, fixed=True, timeout=120) if cause in CORE_CAUSES else None
     if cause in CHECK_CAUSES and cause not in GPU_ONLY_CAUSES:
         # a check of this machine: which answer is right depends on what is installed here
         assert bug.outcome in ("reproduced", "not_reproduced", "cannot_test"), bug.output_tail
         assert bug.last_line.split(": ")[:2][-1] == cause, bug.last_line
-        assert fixed.outcome in ("not_reproduced", "cannot_test"), fixed.output_tail
         return bug.last_line
     if cause in GPU_ONLY_CAUSES and not _has_cuda():
-        assert (bug.outcome, fixed.outcome) == ("cannot_test", "cannot_test"), bug.output_tail
+        assert bug.outcome == "cannot_test", bug.output_tail
         return bug.last_line
     assert bug.outcome == "reproduced", f"{path.name}: {bug.output_tail}"
     assert bug.last_line.startswith(f"REPRODUCED: {cause}:")
-    assert fixed.outcome == "not_reproduced", f"{path.name} --fixed: {fixed.output_tail}"
+    if fixed is not None:
+        assert fixed.outcome == "not_reproduced", f"{path.name} --fixed: {fixed.output_tail}"
     return bug.last_line
 
 
@@ -89,9 +91,7 @@ def _has_cuda() -> bool:
 
 
 @pytest.mark.slow
-def test_every_case_reproduces(tmp_path: Path) -> None:
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {pool.submit(_check, path, cause, tmp_path): path for path, cause in CASES}
-        lines = {futures[f].name: f.result() for f in futures}
-    ran = [name for name, line in lines.items() if line is not None]
-    assert len(ran) >= 0.9 * len(CASES), f"only {len(ran)} of {len(CASES)} diagnosed right"
+@pytest.mark.parametrize(("path", "cause"), CASES, ids=[p.stem for p, _ in CASES])
+def test_case_reproduces(tmp_path: Path, path: Path, cause: str) -> None:
+    """One case a test, so that the workers share them out."""
+    assert _check(path, cause, tmp_path) is not None, f"{path.name}: not diagnosed {cause}"
