@@ -18,9 +18,13 @@ COMMON_CLASS_COUNTS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 21, 80, 81, 91, 100, 200,
 
 
 def mean(values: Iterable[float]) -> float:
-    """statistics.fmean, without importing statistics."""
+    """statistics.fmean, without importing statistics; values near the float limit (a loss of
+    8.9e307 in a hostile log) overflow the exact sum, so those are summed scaled down."""
     values = list(values)
-    return math.fsum(values) / len(values)
+    try:
+        return math.fsum(values) / len(values)
+    except OverflowError:
+        return math.fsum(v / len(values) for v in values)
 
 
 def median(values: Sequence[float]) -> float:
