@@ -42,7 +42,8 @@ ROOT_OF: dict[str, RootClass] = {
 #: What each category is about, for people (the names stay stable for JSON and rule packs).
 CATEGORY_MEANING: dict[str, str] = {
     "memory": "GPU or host memory runs out or leaks",
-    "convergence": "the loss does not go down, or turns NaN",
+    "convergence": "the run cannot learn: inputs the model cannot take, or losses that "
+                   "diverge, stall or turn NaN",
     "speed": "the run is slow or stalls",
     "precision": "numeric precision and dtypes, and how the model generalises",
     "environment": "devices, CUDA builds and installed packages",
