@@ -52,6 +52,17 @@ CATEGORY_MEANING: dict[str, str] = {
     "hardware": "the GPU, node or network failing",
 }
 
+#: What each root class means, for people (`minrepro rules --taxonomy`).
+ROOT_MEANING: dict[RootClass, str] = {
+    RootClass.CONFIG: "a setting or command is wrong (lr, batch size, a path, max length, a port)",
+    RootClass.DATA: "labels out of range or of one class, NaN inputs, corrupt or mis-formatted "
+                    "files",
+    RootClass.CODE: "the training code itself (autograd misuse, device/dtype/shape mixing)",
+    RootClass.ENVIRONMENT: "CUDA/driver/torch builds, missing or incompatible packages",
+    RootClass.FRAMEWORK: "a bug inside PyTorch or a library",
+    RootClass.HARDWARE: "GPU Xid/ECC, a node or the network fabric failing",
+}
+
 CATEGORY_OF: dict[str, str] = {
     cause: category for category, causes in TAXONOMY.items() for cause in causes
 }

@@ -69,3 +69,15 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
         except SystemExit as exit_:
             code = exit_.code
     return subprocess.CompletedProcess(args, int(code or 0), out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def one_torch_thread() -> Any:
+    """torch on one thread for the test (framework runs of a few steps: threads only add
+    contention on a shared CI machine), restored after it."""
+    import torch  # here: most test modules never need torch in the test process
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

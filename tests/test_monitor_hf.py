@@ -16,6 +16,7 @@ import pytest
 import torch
 
 transformers = pytest.importorskip("transformers", reason="needs the hf extra (CI installs it)")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest.py
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from monitor_runs import cause_of  # noqa: E402
@@ -64,14 +65,6 @@ def trainer(tmp_path: Path, callbacks: list[Any], steps: int = 16) -> Any:
         learning_rate=1e-3, dataloader_num_workers=0, seed=0)
     return transformers.Trainer(model=model, args=args, train_dataset=Texts(),
                                 callbacks=callbacks)
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Any:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("attach", [False, True], ids=["forward-hook", "attach"])

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 pl = pytest.importorskip("lightning.pytorch", reason="needs the lightning extra (CI installs it)")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest.py
 
 from monitor_runs import cause_of, clusters  # noqa: E402
 
@@ -51,14 +52,6 @@ def fit(callback: MinreproCallback, train: Any, steps: int = 16) -> Any:
                          enable_model_summary=False, callbacks=[callback])
     trainer.fit(Classifier(), train_dataloaders=train)
     return trainer
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Any:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_a_healthy_lightning_run_raises_nothing() -> None:

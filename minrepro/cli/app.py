@@ -32,6 +32,7 @@ LogArg = Annotated[str | None, typer.Argument(
     metavar="LOG", show_default=False,
     help="The training log: a file, a .gz file, or - for stdin (the default when stdin is a"
          " pipe or a file).")]
+ForceOpt = Annotated[bool, typer.Option(help="Overwrite an existing output file.")]
 RulesOpt = Annotated[list[Path] | None, typer.Option(
     "--rules", help="A directory of extra YAML rule packs (repeatable).")]
 

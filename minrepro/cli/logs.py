@@ -11,6 +11,7 @@ import typer
 
 from minrepro.cli.app import (
     ExitCode,
+    ForceOpt,
     LogArg,
     RulesOpt,
     app,
@@ -48,7 +49,7 @@ def diagnose(log: LogArg = None, json_: Annotated[bool, typer.Option(
 def repro(log: LogArg = None,
           output: Annotated[Path | None, typer.Option(
               "-o", "--output", help="Write the script here (default or -: stdout).")] = None,
-          force: Annotated[bool, typer.Option(help="Overwrite an existing output file.")] = False,
+          force: ForceOpt = False,
           verify: Annotated[bool, typer.Option(
               "--verify", help="Run the script and report whether it reproduces.")] = False,
           rules: RulesOpt = None) -> None:
@@ -128,7 +129,7 @@ def verify(script: Annotated[Path, typer.Argument(help="A repro script written b
 def report(log: LogArg = None,
            output: Annotated[Path | None, typer.Option(
                "-o", "--output", help="Write the Markdown here (default: stdout).")] = None,
-           force: Annotated[bool, typer.Option(help="Overwrite an existing output file.")] = False,
+           force: ForceOpt = False,
            verify: Annotated[bool, typer.Option(
                help="Run the repro and include the result.")] = False,
            redact: Annotated[bool, typer.Option(

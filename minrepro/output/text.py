@@ -118,24 +118,14 @@ def _text(diagnosis: Diagnosis) -> str:
     return "\n".join(lines) + "\n"
 
 
-_ROOT_CLASSES = {
-    "config": "a setting or command is wrong (lr, batch size, a path, max length, a port)",
-    "data": "labels out of range or of one class, NaN inputs, corrupt or mis-formatted files",
-    "code": "the training code itself (autograd misuse, device/dtype/shape mixing)",
-    "environment": "CUDA/driver/torch builds, missing or incompatible packages",
-    "framework": "a bug inside PyTorch or a library",
-    "hardware": "GPU Xid/ECC, a node or the network fabric failing",
-}
-
-
 def taxonomy_text() -> str:
     """The causes by category, each with its usual root class, then the root classes."""
-    from minrepro.taxonomy import ROOT_OF, TAXONOMY
+    from minrepro.taxonomy import ROOT_MEANING, ROOT_OF, TAXONOMY
 
     lines = ["causes by category (root class in brackets):"]
     for category, causes in TAXONOMY.items():
         lines.append(f"  {category}:")
         lines += [f"    {cause} [{ROOT_OF[cause].value}]" for cause in causes]
     lines.append("root classes:")
-    lines += [f"  {name:<12} {meaning}" for name, meaning in _ROOT_CLASSES.items()]
+    lines += [f"  {root.value:<12} {meaning}" for root, meaning in ROOT_MEANING.items()]
     return "\n".join(lines) + "\n"

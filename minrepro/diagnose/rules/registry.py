@@ -113,7 +113,8 @@ def _load_pack(path: Path) -> tuple[Rule, ...]:
     elif path.is_dir():
         files = list(rulefiles.rule_files(path))
         if not files:
-            raise RulePackError(f"{shown_path(path)}: no rule files (*.yaml) in this directory")
+            raise RulePackError(f"{shown_path(path)}: no rule files (*.yaml, *.yml) in this"
+                                " directory")
     else:
         raise RulePackError(f"{shown_path(path)}: rule pack not found (a directory or a .yaml)")
     return _checked(((p, rulefiles.read_rule_file(p)) for p in files), eager=True, user=True)
