@@ -30,23 +30,24 @@ from minrepro.model import (
     UsageError,
     WorkerKilled,
 )
+from minrepro.patterns import lazy
 
 MAX_CANDIDATES = 24
 _DATED = 1e9  # timestamps with a year are above this, glog's (month, day, time) below
 MAX_CASCADE = 8
-_WRAPPED = re.compile(r"Caught \w+ in (?:DataLoader worker process|replica) \d+")
-_CASCADE_TEXT = re.compile(
+_WRAPPED = lazy(r"Caught \w+ in (?:DataLoader worker process|replica) \d+")
+_CASCADE_TEXT = lazy(
     r"Watchdog caught collective|NCCL communicator was aborted|Some NCCL operations have "
     r"failed|ProcessGroupNCCL|DistBackendError|Connection reset by peer|Broken pipe|"
     r"recvValue failed|Socket Timeout|Connection closed by peer|detected a failure on "
     r"another rank|other ranks? (?:failed|exited)|terminate called", re.IGNORECASE)
 _LAUNCHER = ("ChildFailedError", "ProcessRaisedException", "ProcessExitedException")
 _INTERRUPTS = ("KeyboardInterrupt",)
-_ARGPARSE = re.compile(r"unrecognized arguments|arguments are required|invalid choice")
-_ROOT_RANK = re.compile(r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(\d+)",
+_ARGPARSE = lazy(r"unrecognized arguments|arguments are required|invalid choice")
+_ROOT_RANK = lazy(r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(\d+)",
                         re.DOTALL)
-_ISO_TIME = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
-_GLOG_TIME = re.compile(r"\b[IWEF](\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})")
+_ISO_TIME = lazy(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
+_GLOG_TIME = lazy(r"\b[IWEF](\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})")
 
 
 @dataclass

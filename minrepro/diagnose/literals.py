@@ -7,7 +7,6 @@ pattern (common prefixes factored out) lets it reject most positions after one c
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Iterable
 
@@ -24,11 +23,17 @@ def trie_pattern(words: Iterable[str]) -> str:
     return _emit(trie) if trie else r"(?!)"
 
 
-@functools.lru_cache(maxsize=16)
+_TRIES: dict[tuple[str, ...], re.Pattern[str]] = {}
+
+
 def _compiled_trie(words: tuple[str, ...]) -> re.Pattern[str]:
     """One compiled trie per set of literals: a process diagnosing many logs (triage) builds
     each matcher's pattern once, not once a log."""
-    return re.compile(trie_pattern(words))
+    if len(_TRIES) >= 16:  # user packs vary the sets; keep the cache small
+        _TRIES.clear()
+    if words not in _TRIES:
+        _TRIES[words] = re.compile(trie_pattern(words))
+    return _TRIES[words]
 
 
 def _emit(node: dict) -> str:
@@ -38,12 +43,19 @@ def _emit(node: dict) -> str:
     return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
 
 
+# Texts tested word by word (`in`) before the trie is compiled: compiling a trie of hundreds of
+# literals costs as much as testing a few hundred short lines one word at a time, so a short
+# log (and the start of every log) never pays for it.
+NAIVE_CALLS = 256
+
+
 class LiteralSet:
     """Lower-case literals; `present(lowered)` says which occur in an already-lowered text."""
 
-    def __init__(self, words: Iterable[str]) -> None:
+    def __init__(self, words: Iterable[str], naive_calls: int = NAIVE_CALLS) -> None:
         self.words = tuple(sorted({w.lower() for w in words if w}))
-        self._pattern: re.Pattern[str] | None = None  # compiled on first use (start-up)
+        self._pattern: re.Pattern[str] | None = None  # compiled after naive_calls texts
+        self._naive_left = naive_calls
         # Each word under its shortest prefix that is itself a word: the trie finds that prefix
         # wherever the word starts, so only the words of that bucket need a startswith there.
         self._bucket: dict[str, list[str]] = {}
@@ -55,6 +67,11 @@ class LiteralSet:
     def present(self, lowered: str) -> list[str]:
         """Which of the literals occur (exact, including overlapping ones), in sorted order."""
         if self._pattern is None:
+            self._pattern = _TRIES.get(self.words)
+        if self._pattern is None:
+            if self._naive_left > 0:
+                self._naive_left -= 1
+                return [word for word in self.words if word in lowered]
             self._pattern = _compiled_trie(self.words)
         found: set[str] = set()
         match = self._pattern.search(lowered)
@@ -72,9 +89,10 @@ def minimal(words: Iterable[str]) -> list[str]:
     return [w for w in unique if not any(o != w and o in w for o in unique)]
 
 
-def any_of(words: Iterable[str]) -> Callable[[str], bool]:
+def any_of(words: Iterable[str], naive_calls: int = NAIVE_CALLS) -> Callable[[str], bool]:
     """A test "does the text hold any of these literals?" (case-sensitive): `in` for one
-    word, else one trie-shaped regex, compiled on first use (start-up stays fast)."""
+    word, else `in` word by word for the first naive_calls texts, then one trie-shaped regex
+    (start-up stays fast)."""
     kept = minimal(w for w in words if w)
     if not kept:
         return lambda text: False
@@ -82,10 +100,17 @@ def any_of(words: Iterable[str]) -> Callable[[str], bool]:
         word = kept[0]
         return lambda text: word in text
     search: list[Callable[[str], re.Match[str] | None]] = []
+    naive_left = [naive_calls]
+    key = tuple(kept)
 
     def holds(text: str) -> bool:
+        if not search and key in _TRIES:
+            search.append(_TRIES[key].search)
         if not search:
-            search.append(re.compile(trie_pattern(kept)).search)
+            if naive_left[0] > 0:
+                naive_left[0] -= 1
+                return any(word in text for word in kept)
+            search.append(_compiled_trie(key).search)
         return search[0](text) is not None
 
     return holds

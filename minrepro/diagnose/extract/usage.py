@@ -13,16 +13,16 @@ Real texts:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from minrepro.diagnose.literals import any_of
 from minrepro.model import Line, UsageError
+from minrepro.patterns import lazy
 
-_ARGPARSE = re.compile(r"^[\w./\\-]+: error: ((?:unrecognized arguments|the following arguments "
+_ARGPARSE = lazy(r"^[\w./\\-]+: error: ((?:unrecognized arguments|the following arguments "
                        r"are required|argument \S+: (?:invalid|expected|not allowed|ambiguous))"
                        r".{0,300})")
-_HYDRA = re.compile(r"(Could not override '[^']{1,200}'|Key '[^']{1,200}' is not in struct|"
+_HYDRA = lazy(r"(Could not override '[^']{1,200}'|Key '[^']{1,200}' is not in struct|"
                     r"Could not find '[^']{1,200}'|Could not load '[^']{1,200}')")
 _HYDRA_END = "HYDRA_FULL_ERROR=1"
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 import zlib
 from collections.abc import Iterable
@@ -19,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from minrepro.errors import RulePackError, shown_path
+from minrepro.patterns import lazy
 
 BUILTIN_DIR = Path(__file__).parent  # the category folders of YAML beside this code
 FROZEN = BUILTIN_DIR / "frozen.json"
 MAX_RULE_FILE_BYTES = 1 << 20
 MAX_NESTING = 50
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")  # a quoted token of the file, in a YAML problem
-_DUPLICATE = re.compile(r"duplicate key '[a-z_]{1,20}'")
+_QUOTED = lazy(r"'[^']*'|\"[^\"]*\"")  # a quoted token of the file, in a YAML problem
+_DUPLICATE = lazy(r"duplicate key '[a-z_]{1,20}'")
 
 
 def read_rule_file(path: Path) -> Any:

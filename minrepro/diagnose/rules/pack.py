@@ -34,7 +34,6 @@ should be a number in (0, 1]` (checked with minrepro.schema, as the template spe
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +42,7 @@ from minrepro.diagnose.rules import files as rulefiles
 from minrepro.diagnose.rules import regexcost
 from minrepro.errors import RulePackError, shown_path
 from minrepro.model import ParamValue, Role, Severity
+from minrepro.patterns import lazy
 from minrepro.schema import IDENTIFIER, Checker
 from minrepro.taxonomy import CATEGORY_OF, ROOT_OF, RootClass
 
@@ -56,9 +56,9 @@ _SIGNAL_KEYS = {"name", "pattern", "hint", "requires", "weight", "role", "severi
                 "variant", "ignore_case"}
 _CASE_KEYS = {"name", "log", "cause", "params"}
 _REQUIRED = ("id", "cause", "category", "title", "explanation", "fix", "signals")
-ID = re.compile(r"MR-(?:MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR|MON)-\d{3}")
+ID = lazy(r"MR-(?:MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR|MON)-\d{3}")
 _MAX_CASE_CHARS = 20_000
-_SHORT_ID = re.compile(r"[A-Za-z0-9-]{1,12}")  # a mistyped id, shown; anything else is not
+_SHORT_ID = lazy(r"[A-Za-z0-9-]{1,12}")  # a mistyped id, shown; anything else is not
 
 
 _COMPILED: dict[tuple[str, bool], regex.Pattern[str]] = {}
