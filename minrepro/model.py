@@ -85,6 +85,8 @@ _SITE_PACKAGE = re.compile(r"[\\/](?:site|dist)-packages[\\/]([^\\/]+)")
 _STDLIB = re.compile(r"[\\/]lib[\\/]python\d(?:\.\d+)?[\\/]|^<frozen |[\\/]Lib[\\/][^\\/]+\.py$",
                      re.IGNORECASE)
 _DISTRIBUTION = re.compile(r"(?:-\d[^\\/]*)?(?:\.egg|\.py)?$")
+# an unpacked release of a library run from its source tree: `.../detectron2-0.3/detectron2/...`
+_RELEASE_TREE = re.compile(r"[\\/]([A-Za-z_]\w*)-v?\d+(?:\.\w+)+[\\/]\1[\\/]")
 
 
 def package_of(path: str) -> str | None:
@@ -94,6 +96,9 @@ def package_of(path: str) -> str | None:
     if match:
         name = _DISTRIBUTION.sub("", match[1])  # "foo-1.0-py3.8.egg" -> "foo", "six.py" -> "six"
         return name or None
+    match = _RELEASE_TREE.search(path)
+    if match:
+        return match[1]
     return "stdlib" if _STDLIB.search(path) else None
 
 

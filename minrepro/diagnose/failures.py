@@ -138,13 +138,17 @@ class FailureLog:
                 return True
         return False
 
-    def resolve(self, went_on_until: int = 0) -> tuple[Failure | None, tuple[Failure, ...], bool]:
+    def resolve(self, went_on_until: int = 0, restarts: tuple[int, ...] = ()
+                ) -> tuple[Failure | None, tuple[Failure, ...], bool]:
         """(the first failure, what followed from it, whether it is a failure of its own
         rather than only a cascade or a wrapper: nothing better was found).
 
         `went_on_until`: the line of the last training record. An error the run went on
-        training after (a batch-size finder's OOM, a caught exception) is no failure."""
-        self.candidates = [c for c in self.candidates if c.failure.line >= went_on_until]
+        training after (a batch-size finder's OOM, a caught exception) is no failure, unless
+        training started over after it (`restarts`: lines where the step counter went back,
+        a new session appended to the same log): then it ended its session."""
+        self.candidates = [c for c in self.candidates if c.failure.line >= went_on_until
+                           or any(line > c.failure.line for line in restarts)]
         failures = [c.failure for c in self.candidates if c.role == "failure"]
         # A traceback cut before its exception line (ranks printing over each other) is a
         # failure only when nothing whole is found.

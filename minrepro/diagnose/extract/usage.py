@@ -5,6 +5,8 @@ Real texts:
   argparse:  usage: train.py [-h] [--config CONFIG] ...
              train.py: error: unrecognized arguments: configs/faster_rcnn_r50_fpn_1x.py
              main.py: error: the following arguments are required: --data
+             main.py: error: 'Configuration check failed :: No action for destination key
+                 "trainer.process_position" to check its value.'   (jsonargparse, LightningCLI)
              train.py: error: argument --lr: invalid float value: '1e-3,'
   Hydra:     In 'experiment/x': Could not override 'data@experiment.data'.
              Key 'lr' is not in struct
@@ -21,7 +23,11 @@ from minrepro.patterns import lazy
 
 _ARGPARSE = lazy(r"^[\w./\\-]+: error: ((?:unrecognized arguments|the following arguments "
                        r"are required|argument \S+: (?:invalid|expected|not allowed|ambiguous))"
-                       r".{0,300})")
+                       r".{0,300})"
+                 # any message of a Python script's parser (argparse's parser.error, jsonargparse
+                 # / LightningCLI): `main.py: error: 'Configuration check failed :: ...'`; not
+                 # `nvcc: error:` or `ninja: error:` (a build, not the job's command line)
+                 r"|^[\w./\\-]+\.py: error: (\S.{0,300})")
 _HYDRA = lazy(r"(Could not override '[^']{1,200}'|Key '[^']{1,200}' is not in struct|"
                     r"Could not find '[^']{1,200}'|Could not load '[^']{1,200}')")
 _HYDRA_END = "HYDRA_FULL_ERROR=1"
@@ -32,7 +38,7 @@ class UsageExtractor:
 
     TRIGGERS = (": error: ", "Could not override", "is not in struct", "Could not find '",
                 "Could not load '", _HYDRA_END)
-    SELECT = (": error: unrecognized", ": error: the following", "hydra_full_error")
+    SELECT = (": error: unrecognized", ": error: the following", ".py: error: ", "hydra_full_error")
 
     def __init__(self) -> None:
         self._hydra: tuple[int, str, int | None] | None = None  # Hydra's message, held
@@ -45,7 +51,7 @@ class UsageExtractor:
         match = _ARGPARSE.search(text)
         if match is not None:
             self._done = True
-            return (UsageError(line.line, match[1].strip(), line.rank),)
+            return (UsageError(line.line, (match[1] or match[2]).strip(), line.rank),)
         match = _HYDRA.search(text)
         if match is not None:
             self._hydra = (line.line, match[1], line.rank)
