@@ -138,6 +138,16 @@ def test_a_failure_followed_by_a_new_session_in_the_same_log_is_still_a_failure(
     assert [f.exc_type for f in diagnosis.cascade] == ["AssertionError"]
 
 
+def test_a_batch_counter_going_back_every_epoch_is_no_restart() -> None:
+    """`[100/500]` starts over each epoch: a caught OOM before more epochs stays survived."""
+    def epochs(first: int, last: int) -> str:
+        return "".join(f"[{b}/500] loss {2.0 - e / 10:.2f}\n" for e in range(first, last)
+                       for b in range(100, 600, 100))
+    log = (epochs(0, 2) + traceback("RuntimeError: CUDA out of memory. Tried to allocate 2 GiB",
+                                    "/env/site-packages/lightning/tuner.py") + epochs(2, 9))
+    assert diagnose(log).failure is None
+
+
 def test_a_user_interrupt_gets_no_answer() -> None:
     diagnosis = diagnose("step 1 loss 2.0\n" + traceback("KeyboardInterrupt", "train.py"))
     assert not diagnosis.answered and diagnosis.failure is None

@@ -54,6 +54,13 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
     (tb(USER, ("/opt/conda/lib/python3.11/site-packages/triton/compiler/compiler.py", "compile",
                "raise CompilationError(fn.src, node, repr(e))"),
         exc="triton.compiler.errors.CompilationError: at 114:14:"), "environment"),
+    (tb(USER, ("/env/lib/python3.11/site-packages/torch/_tensor.py", "__iter__",
+               'raise TypeError("iteration over a 0-d tensor")'),
+        exc="TypeError: iteration over a 0-d tensor"), "code"),
+    (tb(USER, ("/env/lib/python3.10/site-packages/torch/autograd/__init__.py", "backward",
+               "Variable._execution_engine.run_backward("),
+        exc="RuntimeError: Expected to mark a variable ready only once. This error is caused "
+            "by one of the following reasons"), "config"),
     ("main.py: error: 'Configuration check failed :: No action for destination key "
      "\"trainer.process_position\" to check its value.'\n", "config"),
 ])

@@ -250,6 +250,14 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "CPU build): init_process_group('gloo'), or the framework's backend setting.",
              message=r"Distributed package doesn't have \w+ built in|"
                      r"(?:NCCL|MPI|UCC) backend is not available"),
+    RootRule("MR-ROOT-052", C, "DDP saw a parameter's gradient twice in one step "
+             "(reentrant checkpointing or shared weights with unused-parameter detection)",
+             "Use non-reentrant gradient checkpointing (gradient_checkpointing_kwargs="
+             "{'use_reentrant': False}), or turn unused-parameter detection off "
+             "(find_unused_parameters=False / ddp_find_unused_parameters=False), or "
+             "static_graph=True.",
+             message=r"Expected to mark a variable ready only once|has been marked as ready "
+                     r"twice"),
     RootRule("MR-ROOT-034", C, "A required setting is missing or out of range",
              "Check the setting the message names.", types=("ValueError", "KeyError",
                                                            "AssertionError"),
@@ -268,6 +276,17 @@ ROOT_RULES: tuple[RootRule, ...] = (
              types=("AttributeError", "TypeError"),
              message=r"'(?:list|dict|tuple|str|int|float|bool|ndarray|generator|module)' "
                      r"object (?:has no attribute|is not|does not)"),
+    # torch refusing what the caller's code handed it, wherever inside torch it was raised
+    RootRule("MR-ROOT-053", K, "The code uses a tensor in a way torch does not allow",
+             "Read the innermost frame of your code: index or .item() a 0-d tensor instead of "
+             "iterating it, .detach().cpu() before .numpy(), reduce a many-element tensor "
+             "before `if` / float().",
+             types=("TypeError", "ValueError", "RuntimeError"),
+             message=r"iteration over a 0-d tensor|len\(\) of a 0-d tensor|only (?:one element|"
+                     r"integer) tensors can be converted|a Tensor with \d+ elements cannot be "
+                     r"converted to Scalar|Boolean value of Tensor with more than one (?:value|"
+                     r"element) is ambiguous|Can't call numpy\(\) on Tensor that requires grad|"
+                     r"can't convert (?:cuda|CUDA|mps)[^\n]{0,40}to numpy"),
     RootRule("MR-ROOT-043", K, "A custom autograd Function returns the wrong gradients",
              "Return one gradient per input of forward (None for inputs that need none), "
              "each shaped like its input.",
