@@ -115,9 +115,14 @@ def _unique_key_loader() -> type:
     return UniqueKeyLoader
 
 
+TEMPLATES = "templates"  # a pack's repro templates (and their specs) live here, not rules
+
+
 def rule_files(directory: Path) -> list[Path]:
-    """Every `*.yaml` and `*.yml` file below `directory`, in a stable order."""
-    return sorted([*directory.rglob("*.yaml"), *directory.rglob("*.yml")])
+    """Every `*.yaml` and `*.yml` file below `directory`, in a stable order (a `templates/`
+    folder's specs are not rules)."""
+    found = [*directory.rglob("*.yaml"), *directory.rglob("*.yml")]
+    return sorted(p for p in found if TEMPLATES not in p.relative_to(directory).parts[:-1])
 
 
 def _fingerprint(paths: Iterable[Path]) -> str:
