@@ -107,3 +107,29 @@ def test_torchruns_newer_exitcode_line_is_a_kill_of_that_rank() -> None:
 ])
 def test_an_unpacked_release_tree_is_a_library(path: str, package: str | None) -> None:
     assert package_of(path) == package
+
+
+@pytest.mark.parametrize(("log", "root"), [
+    ('RuntimeError: Error(s) in loading state_dict for ResNet:\n'
+     '\tMissing key(s) in state_dict: "conv1.weight", "bn1.weight".\n'
+     '\tUnexpected key(s) in state_dict: "module.conv1.weight", "module.bn1.weight".\n', "code"),
+    ("RuntimeError: Error(s) in loading state_dict for ResNet:\n"
+     "\tsize mismatch for fc.weight: copying a param with shape torch.Size([1000, 2048]) from "
+     "checkpoint, the shape in current model is torch.Size([10, 2048]).\n", "config"),
+])
+def test_a_causes_root_follows_the_variant_the_evidence_shows(log: str, root: str) -> None:
+    """A wrapper's `module.` prefix is the code's save/load; a head of another size the
+    config's (the rule's variant_roots)."""
+    diagnosis = diagnose(log)
+    assert diagnosis.cause == "state_dict_mismatch" and diagnosis.root.value == root
+
+
+def test_variant_roots_must_name_a_variant_of_the_rule(tmp_path) -> None:  # noqa: ANN001
+    from minrepro.diagnose.rules.registry import load_rules
+    from minrepro.errors import RulePackError
+    from tests.test_registry import NEW_CAUSE_RULE
+
+    pack = tmp_path / "tok.yaml"
+    pack.write_text(NEW_CAUSE_RULE.replace("signals:", "variant_roots:\n  nope: code\nsignals:"))
+    with pytest.raises(RulePackError, match="variant_roots.nope: no signal of this rule"):
+        load_rules([pack])

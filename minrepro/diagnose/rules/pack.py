@@ -50,8 +50,8 @@ if TYPE_CHECKING:
     import regex
 
 PARAM_TYPES = ("int", "float", "bytes", "duration_ms", "str")
-_RULE_KEYS = {"id", "cause", "category", "root", "title", "explanation", "fix", "references",
-              "params", "signals", "examples", "cases", "cascade", "supersedes"}
+_RULE_KEYS = {"id", "cause", "category", "root", "variant_roots", "title", "explanation", "fix",
+              "references", "params", "signals", "examples", "cases", "cascade", "supersedes"}
 _SIGNAL_KEYS = {"name", "pattern", "hint", "requires", "weight", "role", "severity", "within",
                 "variant", "ignore_case"}
 _CASE_KEYS = {"name", "log", "cause", "params"}
@@ -120,6 +120,9 @@ class Rule:
     cascade: bool = False  # a consequence of another rank's failure (NCCL watchdog, ...)
     supersedes: tuple[str, ...] = ()  # causes this one explains (a leak explains its OOM)
     source: str = ""  # file name, for messages
+    # the root class where the evidence points to a variant that has another one (a
+    # checkpoint's `module.` prefix is the code's, a size mismatch the config's)
+    variant_roots: tuple[tuple[str, RootClass], ...] = ()
 
     def param_type(self, name: str) -> str | None:
         return dict(self.params).get(name)
@@ -166,8 +169,19 @@ class _RuleChecker(Checker):
             examples_no_match=self.strings(examples, "no_match", "examples."),
             cases=self._cases(data.get("cases") or []),
             cascade=self.flag(data, "cascade"), supersedes=self._causes(data, "supersedes"),
-            source=self.file,
+            source=self.file, variant_roots=self._variant_roots(data, signals),
         )
+
+    def _variant_roots(self, data: dict, signals: list) -> tuple[tuple[str, RootClass], ...]:
+        given = self.mapping(data.get("variant_roots") or {}, "variant_roots")
+        variants = {s.get("variant") for s in signals if isinstance(s, dict)}
+        roots = []
+        for variant in given:
+            if variant not in variants:
+                self.fail(f"variant_roots.{variant}", "no signal of this rule has this variant")
+            roots.append((variant, self.choice(given, variant, RootClass, RootClass.CODE,
+                                               "variant_roots.")))
+        return tuple(roots)
 
     def _root_of(self, data: dict, cause: str, category: str) -> RootClass:
         """A known cause keeps its category (its root class may be given); a user's pack
