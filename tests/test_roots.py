@@ -61,6 +61,14 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
                "Variable._execution_engine.run_backward("),
         exc="RuntimeError: Expected to mark a variable ready only once. This error is caused "
             "by one of the following reasons"), "config"),
+    ("ERROR: /env/bin/python: can't open file '/srv/torchtune/full_finetune.py': [Errno 2] No "
+     "such file or directory\n", "config"),
+    (tb(USER, ("/env/lib/python3.10/site-packages/transformers/modeling_utils.py",
+               "from_pretrained", "raise ValueError("),
+        exc="ValueError: DeepSpeed Zero-3 is not compatible with `low_cpu_mem_usage=True` or "
+            "with passing a `device_map`."), "config"),
+    ("AssertionError: The `num_classes` (1) in Shared2FCBBoxScoreHead of MMDataParallel does "
+     "not matches the length of `CLASSES` 80) in CocoDataset\n", "config"),
     ("main.py: error: 'Configuration check failed :: No action for destination key "
      "\"trainer.process_position\" to check its value.'\n", "config"),
 ])

@@ -235,7 +235,7 @@ ROOT_RULES: tuple[RootRule, ...] = (
              types=("SystemExit", "ArgumentError", ""),
              message=r"unrecognized arguments|the following arguments are required|"
                      r"invalid choice|expected one argument|argument \S+: invalid|"
-                     r"\.py: error: "),
+                     r"\.py: error: |can't open file '"),
     RootRule("MR-ROOT-033", C, "A distributed rendezvous address or port is not usable",
              "Use a free MASTER_PORT and a reachable MASTER_ADDR.",
              message=r"Address already in use|EADDRINUSE|failed to listen on any local "
@@ -262,7 +262,11 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "Check the setting the message names.", types=("ValueError", "KeyError",
                                                            "AssertionError"),
              message=r"(?i)\bconfig\b|\bcfg\b|\bargs?\.|\boption\b|--\w+|must be (?:set|one of|"
-                     r"positive|divisible)|\bnot supported\b|\binvalid (?:value|argument)\b",
+                     r"positive|divisible)|\bnot supported\b|\binvalid (?:value|argument)\b|"
+                     # two settings that do not go together
+                     r"\bnot compatible with\b|\bincompatible with\b|"
+                     r"\bcannot be used (?:together )?with\b|\bmutually exclusive\b|"
+                     r"\bdoes not match(?:es)? the\b",
              scope="raise"),
     # code: raised in the user's or the repo's own code
     RootRule("MR-ROOT-039", None, "A value was None where an object was expected",
