@@ -175,7 +175,7 @@ def test_a_healthy_run_gets_no_root() -> None:
      "to PyTorch.", "train.py", "framework"),
     ("RuntimeError: CUDA error: unspecified launch failure; GPU has fallen off the bus",
      "train.py", "hardware"),
-    ("AttributeError: 'Trainer' object has no attribute 'fitt'", "/srv/app/train.py", "code"),
+    ("AttributeError: 'Runner' object has no attribute 'fitt'", "/srv/app/train.py", "code"),
     ("AttributeError: 'list' object has no attribute 'log_softmax'",
      "/env/site-packages/torch/nn/functional.py", "code"),
     ("OSError: [Errno 28] No space left on device", "train.py", "environment"),

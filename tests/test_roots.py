@@ -69,6 +69,10 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
             "with passing a `device_map`."), "config"),
     ("AssertionError: The `num_classes` (1) in Shared2FCBBoxScoreHead of MMDataParallel does "
      "not matches the length of `CLASSES` 80) in CocoDataset\n", "config"),
+    ("AttributeError: 'XGRPOTrainer' object has no attribute 'num_iterations'. Did you mean: "
+     "'num_generations'?\n", "environment"),
+    (tb(USER, exc="AttributeError: 'Trainer' object has no attribute 'accelerator_backend'"),
+     "environment"),
     ("main.py: error: 'Configuration check failed :: No action for destination key "
      "\"trainer.process_position\" to check its value.'\n", "config"),
 ])

@@ -300,6 +300,17 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "Read the line the error names: a typo, a missing import, or code for another "
              "Python.", types=("NameError", "UnboundLocalError", "SyntaxError",
                                "IndentationError", "TabError")),
+    # a framework's own kinds of object (a Trainer, a config, a tokenizer, an optimizer): what
+    # the code asks of them and they lack is an API the installed version renamed or dropped
+    RootRule("MR-ROOT-054", E, "A framework object lacks an attribute the code uses: the "
+             "installed version renamed or removed it", "Install the framework version the code "
+             "was written for (the repo's requirements), or port the attribute to the installed "
+             "API (the message's 'Did you mean' names it where Python knows).",
+             types=("AttributeError",),
+             message=r"'(?:\w*Trainer|Accelerator|\w*Arguments|\w*Config|\w*Tokenizer(?:Fast)?|"
+                     r"\w*Processor|\w*Pipeline|DeepSpeedEngine|\w*LR[Ss]cheduler|\w*Optimizer|"
+                     r"\w*Strategy|\w*Callback|\w*DataModule|LightningModule)' object has no "
+                     r"attribute"),
     RootRule("MR-ROOT-044", K, "The code asks an object of its own for an attribute it does "
              "not have", "Read the innermost frame of your code: a typo, a model wrapped by "
              "DataParallel/DDP (use model.module), or an attribute set only on another path.",
