@@ -73,6 +73,10 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
      "'num_generations'?\n", "environment"),
     (tb(USER, exc="AttributeError: 'Trainer' object has no attribute 'accelerator_backend'"),
      "environment"),
+    (tb(("train_coco.py", "<module>", "register_coco_instances('coco_2017_train', {}, j, d)"),
+        ("/env/lib/python3.7/site-packages/detectron2/data/catalog.py", "register",
+         "assert name not in self"),
+        exc="AssertionError: Dataset 'coco_2017_train' is already registered!"), "code"),
     ("main.py: error: 'Configuration check failed :: No action for destination key "
      "\"trainer.process_position\" to check its value.'\n", "config"),
 ])

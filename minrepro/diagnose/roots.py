@@ -19,6 +19,7 @@ USER, LIBRARY, ANY = "user", "library", "any"
 # user's code asked a library object for: `model.forward_train` on a DDP wrapper), or where no
 # frame was printed
 CALLER = "caller"
+CALLED = "called"  # raised inside a library that the user's own code called (a user frame above)
 IMPORT = "import"  # raised while an installed package was being imported (its module body)
 
 
@@ -63,6 +64,8 @@ class RootRule:
             return library is None or library.function in ("__getattr__", "__getattribute__")
         if self.raised_in == IMPORT:
             return library is not None and library.function == "<module>"
+        if self.raised_in == CALLED:
+            return library is not None and failure.user_frame is not None
         return True
 
 
@@ -324,6 +327,13 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "pairs the repo's requirements pin; upgrade the one named in the message).",
              types=("AttributeError",), raised_in=LIBRARY,
              message=r"^(?:[\w.]+\.)?AttributeError: '[A-Z]\w*' object has no attribute"),
+    # last: a library refusing what the user's code handed it (a value of the wrong kind, a
+    # name registered twice, an eval-mode module asked for a backward); settings, versions and
+    # data that explain such a refusal are the rules above
+    RootRule("MR-ROOT-055", K, "A library refused what the code handed it",
+             "Read the innermost frame of your code in the traceback and the library's message: "
+             "the value, type or call it passes does not fit what the library takes.",
+             types=("ValueError", "AssertionError", "TypeError"), raised_in=CALLED),
     RootRule("MR-ROOT-040", K, "An error in the training code itself",
              "Read the innermost frame of your code in the traceback: the bug is there.",
              types=("TypeError", "AttributeError", "NameError", "UnboundLocalError",
