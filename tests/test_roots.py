@@ -77,6 +77,9 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
         ("/env/lib/python3.7/site-packages/detectron2/data/catalog.py", "register",
          "assert name not in self"),
         exc="AssertionError: Dataset 'coco_2017_train' is already registered!"), "code"),
+    ("AttributeError: 'ConfigDict' object has no attribute 'pretrained'\n", "config"),
+    ("AttributeError: 'Namespace' object has no attribute 'local_rank'\n", "config"),
+    ("AttributeError: 'LlamaConfig' object has no attribute 'rope_theta'\n", "environment"),
     ("main.py: error: 'Configuration check failed :: No action for destination key "
      "\"trainer.process_position\" to check its value.'\n", "config"),
 ])

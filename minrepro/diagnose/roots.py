@@ -303,6 +303,12 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "Read the line the error names: a typo, a missing import, or code for another "
              "Python.", types=("NameError", "UnboundLocalError", "SyntaxError",
                                "IndentationError", "TabError")),
+    # the run's settings object (OmegaConf, yacs, mmcv, argparse, EasyDict) lacking a key
+    RootRule("MR-ROOT-056", C, "The run's config has no such key",
+             "Add the key to the config file (or the command line), or check its spelling "
+             "against what the code reads.", types=("AttributeError",),
+             message=r"'(?:DictConfig|ListConfig|CfgNode|ConfigDict|Config|EasyDict|Namespace|"
+                     r"AttrDict|Munch|SimpleNamespace|Box)' object has no attribute"),
     # a framework's own kinds of object (a Trainer, a config, a tokenizer, an optimizer): what
     # the code asks of them and they lack is an API the installed version renamed or dropped
     RootRule("MR-ROOT-054", E, "A framework object lacks an attribute the code uses: the "
