@@ -294,3 +294,12 @@ def test_vs_codes_debugger_output_is_one_traceback_innermost_frame_last() -> Non
     assert [(f.line, f.function) for f in tb.frames] == [(316, "<module>"),
                                                          (133, "train_one_epoch")]
     assert tb.frames[-1].code == "loss_x = criteria_x(logits_x, lbs_x)"
+
+
+def test_a_log_records_bare_exception_header_is_not_an_exception_of_its_own() -> None:
+    found = run("speechbrain.core - Exception:\n"
+                "Traceback (most recent call last):\n"
+                '  File "train.py", line 130, in fit_batch\n'
+                "    if self.use_amp:\n"
+                "AttributeError: 'Separation' object has no attribute 'use_amp'\n\n")
+    assert [t.exc_type for t in found] == ["AttributeError"]

@@ -233,6 +233,12 @@ class TracebackExtractor:
         if not text.strip():
             self._finish(line.rank)
             return
+        if pylines.HEADER in text and not partial.frames and not "".join(partial.message):
+            # `speechbrain.core - Exception:` then the traceback: a log record's header for
+            # the exception printed below it, not an exception of its own
+            del self._partial[line.rank]
+            self._step(text, line, events)
+            return
         if (pylines.HEADER in text or pylines.chain_kind(text) or '", line ' in text
                 or pylines.ends_message(text) or pylines.exception_at_start(text)
                 or not partial.add_message_line(text)):
