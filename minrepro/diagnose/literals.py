@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import threading
 from collections.abc import Callable, Iterable
 
 
@@ -72,11 +73,13 @@ class LiteralSet:
         return sorted(found)
 
 
+@functools.lru_cache(maxsize=32)
 def _hyperscan_present(words: tuple[str, ...]) -> Callable[[str], list[str]] | None:
     """`present` by one hyperscan scan of the text's UTF-8 (a substring of the text is a
     substring of its bytes and back), each literal reported once: ~0.5 us a line, where
     the trie's search from every start of a frequent literal costs microseconds each.
-    None where hyperscan is not installed (or MINREPRO_ENGINE names another engine)."""
+    None where hyperscan is not installed (or MINREPRO_ENGINE names another engine).
+    Compiled once per set of literals (a triage worker builds an ExtractorSet a log)."""
     if not words or os.environ.get("MINREPRO_ENGINE", "hyperscan") not in ("hyperscan", ""):
         return None
     try:
@@ -92,12 +95,16 @@ def _hyperscan_present(words: tuple[str, ...]) -> Callable[[str], list[str]] | N
     except Exception:  # noqa: BLE001 - any accelerator failure falls back to the trie
         return None
     scan = database.scan
+    local = threading.local()  # a scratch space a thread: one is in use while a scan runs
 
     def present(text: str) -> list[str]:
         found: list[int] = []
+        scratch = getattr(local, "scratch", None)
+        if scratch is None:
+            scratch = local.scratch = hyperscan.Scratch(database)
         scan(text.encode("utf-8", "surrogatepass"),
              match_event_handler=lambda index, _start, _end, _flags, _context:
-             found.append(index))
+             found.append(index), scratch=scratch)
         found.sort()
         return [words[index] for index in found]
 
