@@ -19,7 +19,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from minrepro.diagnose.extract.units import parse_duration_ms, parse_size
 from minrepro.diagnose.literals import LiteralSet, any_of
@@ -72,6 +72,7 @@ class _SignalState:
 #: rule index, signal index, the signal, its name, the test of its `requires` words
 Candidate = tuple[int, int, Signal, str, Callable[[str], bool] | None]
 _MEMO_LINES = 4096  # distinct line texts whose results a matcher keeps (progress bars repeat)
+_SLOW_LINE_S = 0.001  # a line whose searches took longer is searched again when repeated
 
 
 class _Plan:
@@ -147,7 +148,9 @@ class RuleMatcher:
         self.exhausted = False  # the log's budget is spent: no more regexes on this log
         self._state: dict[tuple[int, int], _SignalState] = {}
         # A line's outcome depends on its text alone (and whether prose is read): a text seen
-        # before replays its matches (progress bars, repeated warnings) without a regex.
+        # before replays its matches (progress bars, repeated warnings) without a regex. A
+        # line whose searches were slow is not kept: each copy of it pays, and spends the
+        # budgets, as a crafted log of many such lines must.
         self._memo: tuple[dict[str, list], dict[str, list]] = ({}, {})
 
     def feed(self, line: Line) -> None:
@@ -169,8 +172,9 @@ class RuleMatcher:
 
     def _run(self, line: Line, prose: bool) -> list | None:
         """Search the line; (r, s, name, groups or None) of each signal searched, or None
-        when a search timed out (the outcome is then not the text's alone)."""
+        when a search timed out or was slow (the outcome is then not to be replayed)."""
         outcome: list | None = []
+        spent = self._total
         lowered = line.text.lower()
         for r, s, signal, name, requires in self._plan.candidates(lowered, prose):
             if requires is not None and not requires(lowered):
@@ -181,13 +185,14 @@ class RuleMatcher:
             if match is _TIMED_OUT:
                 outcome = None
                 continue
-            groups = None if match is None else {
-                k: v for k, v in match.groupdict().items() if v is not None}
+            found = cast("regex.Match[str] | None", match)
+            groups = None if found is None else {
+                k: v for k, v in found.groupdict().items() if v is not None}
             if groups is not None:
                 self._state.setdefault((r, s), _SignalState()).add(line, groups)
             if outcome is not None:
                 outcome.append((r, s, name, groups))
-        return outcome
+        return None if self._total - spent > _SLOW_LINE_S else outcome
 
     def _search(self, name: str, signal: Signal, text: str) -> regex.Match[str] | object | None:
         """The signal's search, bounded by what is left of its and the log's budget."""

@@ -60,6 +60,7 @@ EXTRACTOR_CLASSES = (TracebackExtractor, CudaAssertExtractor, OomExtractor, Metr
 
 
 _ROUTES = 1024  # sets of trigger words whose extractors are kept
+Feed = Callable[[Line], Sequence[Event]]
 
 
 class Extractor(Protocol):
@@ -104,7 +105,7 @@ class ExtractorSet:
 
     def __init__(self, extractors: list[Extractor] | None = None) -> None:
         self.extractors = default_extractors() if extractors is None else extractors
-        self._feeds = [extractor.feed for extractor in self.extractors]
+        self._feeds: list[Feed] = [extractor.feed for extractor in self.extractors]
         self._stateful = [e for e in self.extractors if hasattr(e, "idle")]
         self._triggers = LiteralSet((w for e in self.extractors for w in e.TRIGGERS),
                                     fold_case=False)
@@ -112,9 +113,10 @@ class ExtractorSet:
         for index, extractor in enumerate(self.extractors):
             for word in extractor.TRIGGERS:
                 self._by_word.setdefault(word, []).append(index)
-        self._routes: dict[tuple[str, ...], list[Callable[[Line], Sequence[Event]]]] = {}
+        self._routes: dict[tuple[str, ...], list[Feed]] = {}
 
     def feed(self, line: Line) -> list[Event]:
+        feeds: list[Feed] | None
         if all(e.idle for e in self._stateful):
             words = tuple(self._triggers.present(line.text))
             if not words:
@@ -133,7 +135,7 @@ class ExtractorSet:
                 events.extend(found)
         return events
 
-    def _route(self, words: tuple[str, ...]) -> list[Callable[[Line], Sequence[Event]]]:
+    def _route(self, words: tuple[str, ...]) -> list[Feed]:
         chosen = sorted({index for word in words for index in self._by_word[word]})
         feeds = [self._feeds[index] for index in chosen]
         if len(self._routes) >= _ROUTES:
