@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, cast
 
 from minrepro.diagnose.extract.units import parse_duration_ms, parse_size
 from minrepro.diagnose.literals import LiteralSet, any_of
+from minrepro.diagnose.prefilter import SignalPrefilter
 from minrepro.diagnose.rules.pack import Rule, Signal
 from minrepro.model import Evidence, Finding, Line, ParamValue, Role, Severity
 
@@ -81,7 +82,8 @@ class _Plan:
     signals of a set of hints are worked out once per set (a log's lines hold a few dozen
     distinct sets); a signal's `requires` words are one compiled test."""
 
-    def __init__(self, rules: tuple[Rule, ...]) -> None:
+    def __init__(self, rules: tuple[Rule, ...], builtin: frozenset[str] = frozenset()) -> None:
+        """`builtin`: ids of the rules whose searches the prefilter may spare."""
         self.rules = rules
         self.by_hint: dict[str, list[Candidate]] = {}
         self.always: list[Candidate] = []
@@ -96,6 +98,9 @@ class _Plan:
                         machine_hints.add(hint)
                 if not signal.hints:
                     self.always.append(candidate)
+        self.prefilter = SignalPrefilter(((r, s), signal) for r, rule in enumerate(rules)
+                                         if rule.id in builtin
+                                         for s, signal in enumerate(rule.signals))
         self.all_hints = LiteralSet(self.by_hint)
         self.machine_hints = LiteralSet(machine_hints)
         self._candidates: dict[tuple[tuple[str, ...], bool], list[Candidate]] = {}
@@ -133,7 +138,9 @@ def _plan(rules: Iterable[Rule]) -> _Plan:
     if cached is None or cached[0] is not source:
         if len(_PLANS) > 8:
             _PLANS.clear()
-        cached = _PLANS[id(source)] = (source, _Plan(kept))
+        users = getattr(rules, "user_ids", frozenset())
+        builtin = frozenset(rule.id for rule in kept if rule.id not in users)
+        cached = _PLANS[id(source)] = (source, _Plan(kept, builtin))
     return cached[1]
 
 
@@ -176,7 +183,14 @@ class RuleMatcher:
         outcome: list | None = []
         spent = self._total
         lowered = line.text.lower()
+        prefilter = self._plan.prefilter
+        possible, checked = None, False
         for r, s, signal, name, requires in self._plan.candidates(lowered, prose):
+            if (r, s) in prefilter.filtered:
+                if not checked:
+                    possible, checked = prefilter.possible(line.text), True
+                if possible is not None and (r, s) not in possible:
+                    continue  # it cannot match this line: no search
             if requires is not None and not requires(lowered):
                 continue
             if name in self.timeouts or self.exhausted:
@@ -188,6 +202,7 @@ class RuleMatcher:
             found = cast("regex.Match[str] | None", match)
             groups = None if found is None else {
                 k: v for k, v in found.groupdict().items() if v is not None}
+            prefilter.note((r, s), groups is not None)
             if groups is not None:
                 self._state.setdefault((r, s), _SignalState()).add(line, groups)
             if outcome is not None:
