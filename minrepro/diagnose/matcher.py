@@ -138,7 +138,7 @@ def _plan(rules: Iterable[Rule]) -> _Plan:
     if cached is None or cached[0] is not source:
         if len(_PLANS) > 8:
             _PLANS.clear()
-        users = getattr(rules, "user_ids", frozenset())
+        users: frozenset[str] = getattr(rules, "user_ids", frozenset())
         builtin = frozenset(rule.id for rule in kept if rule.id not in users)
         cached = _PLANS[id(source)] = (source, _Plan(kept, builtin))
     return cached[1]

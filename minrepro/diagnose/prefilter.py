@@ -64,7 +64,7 @@ class SignalPrefilter:
         self._keys: list[Hashable] = []
         self._database: Any = None
         self._local = threading.local()
-        self._module = _hyperscan() if self._signals else None
+        self._module: Any = _hyperscan() if self._signals else None
 
     def note(self, key: Hashable, matched: bool) -> None:
         """One search of the signal `key` was made (and found a match or not)."""
