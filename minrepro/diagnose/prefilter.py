@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from collections import Counter
 from collections.abc import Hashable, Iterable
 from typing import Any
@@ -33,7 +34,9 @@ from minrepro.diagnose.rules.pack import Signal
 
 MIN_SEARCHES = 64  # searches of a signal before it may be compiled
 MAX_MATCH_SHARE = 0.5  # and at most this share of them matched
-REVIEW_EVERY = 2048  # searches between two looks at the counts
+REVIEW_EVERY = 20_000  # searches between two looks at the counts (one CLI run on a 10 MiB
+#                        log makes fewer: a compile would cost it more than it saves)
+MAX_COMPILE_S = 0.02  # a pattern that takes longer to compile alone is never filtered
 MAX_BUILDS = 8  # compiles a process at most
 _DIFFERENT = re.compile(r"\{,|\\[uUNgpPX]|\\[1-9]|\(\?P=|\(\?\(|\(\?[a-zA-Z]*[LuaV]")
 
@@ -64,11 +67,11 @@ class SignalPrefilter:
         self._keys: list[Hashable] = []
         self._database: Any = None
         self._local = threading.local()
-        self._module: Any = _hyperscan() if self._signals else None
+        self._module: Any = None  # hyperscan, imported at the first review (start-up)
 
     def note(self, key: Hashable, matched: bool) -> None:
         """One search of the signal `key` was made (and found a match or not)."""
-        if self._module is None or key not in self._signals:
+        if key not in self._signals or self._builds >= MAX_BUILDS:
             return
         self._searched[key] += 1
         if matched:
@@ -92,11 +95,15 @@ class SignalPrefilter:
         return found
 
     def _review(self) -> None:
+        self._module = self._module or _hyperscan()
+        if self._module is None:
+            self._builds = MAX_BUILDS  # nothing to build with: stop counting
+            return
         wanted = [key for key, count in self._searched.items()
                   if count >= MIN_SEARCHES and key not in self.filtered
                   and key not in self._refused
                   and self._matched[key] <= MAX_MATCH_SHARE * count]
-        chosen = [key for key in wanted if self._compile([key]) is not None]
+        chosen = [key for key in wanted if self._compiles_fast(key)]
         self._refused.update(set(wanted) - set(chosen))
         if chosen:
             self._builds += 1
@@ -105,12 +112,17 @@ class SignalPrefilter:
     def build(self, keys: Iterable[Hashable]) -> bool:
         """Filter the signals `keys` from now on (and only them); False if they do not
         compile together (nothing is filtered then)."""
+        self._module = self._module or _hyperscan()
         ordered = sorted(set(keys) & set(self._signals), key=str)
         database = self._compile(ordered) if ordered and self._module else None
         self._keys, self._database = ordered, database
         self._local = threading.local()
         self.filtered = frozenset(ordered) if database is not None else frozenset()
         return database is not None
+
+    def _compiles_fast(self, key: Hashable) -> bool:
+        started = time.perf_counter()
+        return self._compile([key]) is not None and time.perf_counter() - started < MAX_COMPILE_S
 
     def _compile(self, keys: list[Hashable]) -> Any | None:
         module = self._module
