@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Union
 
+from minrepro.patterns import lazy
+
 #: A value extracted from a log: the only types a rule param or repro value may have.
 ParamValue = Union[int, float, str]
 
@@ -81,10 +83,12 @@ class Frame:
         return package_of(self.file)
 
 
-_SITE_PACKAGE = re.compile(r"[\\/](?:site|dist)-packages[\\/]([^\\/]+)")
-_STDLIB = re.compile(r"[\\/]lib[\\/]python\d(?:\.\d+)?[\\/]|^<frozen |[\\/]Lib[\\/][^\\/]+\.py$",
+_SITE_PACKAGE = lazy(r"[\\/](?:site|dist)-packages[\\/]([^\\/]+)")
+_STDLIB = lazy(r"[\\/]lib[\\/]python\d(?:\.\d+)?[\\/]|^<frozen |[\\/]Lib[\\/][^\\/]+\.py$",
                      re.IGNORECASE)
-_DISTRIBUTION = re.compile(r"(?:-\d[^\\/]*)?(?:\.egg|\.py)?$")
+_DISTRIBUTION = lazy(r"(?:-\d[^\\/]*)?(?:\.egg|\.py)?$")
+# an unpacked release of a library run from its source tree: `.../detectron2-0.3/detectron2/...`
+_RELEASE_TREE = lazy(r"[\\/]([A-Za-z_]\w*)-v?\d+(?:\.\w+)+[\\/]\1[\\/]")
 
 
 def package_of(path: str) -> str | None:
@@ -94,6 +98,9 @@ def package_of(path: str) -> str | None:
     if match:
         name = _DISTRIBUTION.sub("", match[1])  # "foo-1.0-py3.8.egg" -> "foo", "six.py" -> "six"
         return name or None
+    match = _RELEASE_TREE.search(path)
+    if match:
+        return match[1]
     return "stdlib" if _STDLIB.search(path) else None
 
 
@@ -219,7 +226,7 @@ class EnvFact:
 
 #: EnvFact keys of installed packages: "package:transformers" -> "4.36.2".
 PACKAGE_FACT = "package:"
-_NAME_RUNS = re.compile(r"[-_. ]+")
+_NAME_RUNS = lazy(r"[-_. ]+")
 
 
 def package_key(name: str) -> str:

@@ -22,7 +22,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-_SEQUENCE = re.compile(
+from minrepro.patterns import lazy
+
+_SEQUENCE = lazy(
     r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI (7- and 8-bit): colours, cursor, erase
     r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # OSC/DCS..
     r"|\x1b[ -/]+[0-~]"  # nF: ESC ( 0 (charset), ESC # 8
@@ -33,8 +35,8 @@ _BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u206
 _CONTROLS = ("".join(chr(c) for c in range(32) if c != 9) + "\x7f"
              + "".join(chr(c) for c in range(0x80, 0xA0)) + _BIDI + "\u2028\u2029")
 _SURROGATES = "\ud800-\udfff"  # undecodable bytes of a file name (os.fsdecode)
-_UNSAFE = re.compile(f"[{re.escape(_CONTROLS)}{_SURROGATES}]")
-_UNSAFE_KEEP_NEWLINE = re.compile(f"[{re.escape(_CONTROLS.replace(chr(10), ''))}{_SURROGATES}]")
+_UNSAFE = lazy(f"[{re.escape(_CONTROLS)}{_SURROGATES}]")
+_UNSAFE_KEEP_NEWLINE = lazy(f"[{re.escape(_CONTROLS.replace(chr(10), ''))}{_SURROGATES}]")
 
 
 def strip_escapes(text: str) -> str:

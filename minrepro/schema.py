@@ -14,17 +14,17 @@ prefix that goes before the key's own name.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Collection, Mapping
 from enum import Enum
 from typing import Any, NoReturn, TypeVar
 
 from minrepro.errors import MinreproError
+from minrepro.patterns import lazy
 
 E = TypeVar("E", bound=Enum)
 
-_FLOAT_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
-IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_FLOAT_TEXT = lazy(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+IDENTIFIER = lazy(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
 class Checker:

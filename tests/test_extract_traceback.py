@@ -277,3 +277,20 @@ def test_many_ranks_are_capped() -> None:
     assert len(extractor._partial) + len(extractor._pending) <= 64
     events.extend(extractor.close())
     assert len(events) == 500
+
+
+def test_vs_codes_debugger_output_is_one_traceback_innermost_frame_last() -> None:
+    """`Exception has occurred: X`, its message, then the frames innermost FIRST."""
+    found = run('Exception has occurred: RuntimeError\n'
+                "Expected object of scalar type Long but got scalar type Int for argument #2\n"
+                '  File "C:\\work\\train.py", line 133, in train_one_epoch\n'
+                "    loss_x = criteria_x(logits_x, lbs_x)\n"
+                '  File "C:\\work\\train.py", line 316, in <module>\n'
+                "    train()\n"
+                "\n")
+    assert len(found) == 1
+    tb = found[0]
+    assert tb.exc_type == "RuntimeError" and tb.message.startswith("Expected object of scalar")
+    assert [(f.line, f.function) for f in tb.frames] == [(316, "<module>"),
+                                                         (133, "train_one_epoch")]
+    assert tb.frames[-1].code == "loss_x = criteria_x(logits_x, lbs_x)"

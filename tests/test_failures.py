@@ -127,6 +127,27 @@ def test_an_error_the_run_went_on_after_is_no_failure() -> None:
     assert diagnosis.failure is None and not diagnosis.answered
 
 
+def test_a_failure_followed_by_a_new_session_in_the_same_log_is_still_a_failure() -> None:
+    """Runs appended to one log.txt: the step counter going back says training started over
+    after the error (a restart), not that the run went on past it."""
+    session = "".join(f"iter: {i} total_loss: {2.0 - i / 1e3:.3f}\n" for i in range(20, 120, 20))
+    log = (session + traceback("ValueError: too many dimensions 'Boxes'", "/srv/app/mapper.py")
+           + session + traceback("AssertionError: Dataset 'val' is empty!", "/srv/app/train.py"))
+    diagnosis = diagnose(log)
+    assert diagnosis.failure.exc_type == "ValueError"
+    assert [f.exc_type for f in diagnosis.cascade] == ["AssertionError"]
+
+
+def test_a_batch_counter_going_back_every_epoch_is_no_restart() -> None:
+    """`[100/500]` starts over each epoch: a caught OOM before more epochs stays survived."""
+    def epochs(first: int, last: int) -> str:
+        return "".join(f"[{b}/500] loss {2.0 - e / 10:.2f}\n" for e in range(first, last)
+                       for b in range(100, 600, 100))
+    log = (epochs(0, 2) + traceback("RuntimeError: CUDA out of memory. Tried to allocate 2 GiB",
+                                    "/env/site-packages/lightning/tuner.py") + epochs(2, 9))
+    assert diagnose(log).failure is None
+
+
 def test_a_user_interrupt_gets_no_answer() -> None:
     diagnosis = diagnose("step 1 loss 2.0\n" + traceback("KeyboardInterrupt", "train.py"))
     assert not diagnosis.answered and diagnosis.failure is None
@@ -154,7 +175,7 @@ def test_a_healthy_run_gets_no_root() -> None:
      "to PyTorch.", "train.py", "framework"),
     ("RuntimeError: CUDA error: unspecified launch failure; GPU has fallen off the bus",
      "train.py", "hardware"),
-    ("AttributeError: 'Trainer' object has no attribute 'fitt'", "/srv/app/train.py", "code"),
+    ("AttributeError: 'Runner' object has no attribute 'fitt'", "/srv/app/train.py", "code"),
     ("AttributeError: 'list' object has no attribute 'log_softmax'",
      "/env/site-packages/torch/nn/functional.py", "code"),
     ("OSError: [Errno 28] No space left on device", "train.py", "environment"),
@@ -180,8 +201,6 @@ def test_a_healthy_run_gets_no_root() -> None:
     ("NameError: name 'np' is not defined", "/env/site-packages/mylib/x.py", "code"),
     ("IndexError: invalid index of a 0-dim tensor. Use `tensor.item()` in Python",
      "train.py", "environment"),
-    ("AttributeError: 'BiEncoderModel' object has no attribute 'encode'",
-     "/env/site-packages/torch/nn/modules/module.py", "code"),
 ])
 def test_root_classes_of_failures_outside_the_taxonomy(exc: str, frame: str, root: str) -> None:
     diagnosis = diagnose(traceback(exc, "/srv/app/train.py", frame))

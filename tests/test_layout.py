@@ -13,7 +13,7 @@ MODULES = sorted(PACKAGE.rglob("*.py"))
 #: Each layer may import from itself and the layers before it, never from a later one.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("minrepro.errors", "minrepro.model", "minrepro.taxonomy", "minrepro.schema",
-     "minrepro.files", "minrepro.sanitize"),
+     "minrepro.files", "minrepro.sanitize", "minrepro.patterns"),
     ("minrepro.output",),
     ("minrepro.diagnose",),
     ("minrepro.repro",),

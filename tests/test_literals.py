@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minrepro.diagnose.literals import LiteralSet, trie_pattern
+from minrepro.diagnose.literals import LiteralSet, any_of, trie_pattern
 
 _WORDS = st.lists(st.text(alphabet="ab c", min_size=1, max_size=4), max_size=8)
 
@@ -15,7 +15,18 @@ _WORDS = st.lists(st.text(alphabet="ab c", min_size=1, max_size=4), max_size=8)
 @settings(max_examples=400, deadline=None)
 @given(_WORDS, st.text(alphabet="ab cd", max_size=30))
 def test_present_finds_exactly_the_words_that_occur(words: list[str], text: str) -> None:
-    assert LiteralSet(words).present(text) == sorted({w for w in words if w in text})
+    expected = sorted({w for w in words if w in text})
+    assert LiteralSet(words).present(text) == expected  # word by word, before the trie
+    assert LiteralSet(words, naive_calls=0).present(text) == expected  # the trie
+
+
+@settings(max_examples=200, deadline=None)
+@given(_WORDS, st.lists(st.text(alphabet="ab cd", max_size=12), max_size=6))
+def test_any_of_answers_the_same_before_and_after_the_trie(words: list[str],
+                                                           texts: list[str]) -> None:
+    """The first texts are tested word by word, the rest by the compiled trie: same answers."""
+    holds = any_of(words, naive_calls=2)
+    assert [holds(t) for t in texts] == [any(w and w in t for w in words) for t in texts]
 
 
 @settings(max_examples=200, deadline=None)

@@ -106,7 +106,7 @@ def test_report_of_every_sample_embeds_the_repro_exactly(log: Path) -> None:
 
 def test_a_cause_without_template_still_renders(monkeypatch: pytest.MonkeyPatch) -> None:
     log = SAMPLES / "position_overflow__cpu_traceback.log"
-    monkeypatch.setattr(minrepro.repro.render, "has_template", lambda cause: False)
+    monkeypatch.setattr(minrepro.repro.render, "has_template", lambda cause, packs=(): False)
     text = report_of(log)
     assert "no repro template for position_overflow yet" in text
     assert python_blocks(text) == []
@@ -114,7 +114,7 @@ def test_a_cause_without_template_still_renders(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_a_render_error_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(diagnosis: Diagnosis) -> str:
+    def broken(diagnosis: Diagnosis, packs: tuple = ()) -> str:
         raise RenderError("templates/position_overflow.yaml: option 'max' should be int")
 
     monkeypatch.setattr(minrepro.repro.render, "render_repro", broken)

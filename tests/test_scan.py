@@ -131,3 +131,16 @@ def test_a_sampled_progress_bar_gives_its_last_update_only() -> None:
     picked = [block[s:e] for s, e in selector.pick(block, total=100 * len(block), final=False)]
     assert 32 <= len(picked) <= 2 * SAMPLES_PER_BLOCK
     assert set(picked) == {b"4%|##| 4/100 [00:01<00:09, loss=1.96]\r"}
+
+
+def test_a_long_traceback_in_the_middle_of_a_big_log_is_read_whole(tmp_path: Path) -> None:
+    """Forty frames are more than a trigger's context: the indented run is followed to its
+    exception line, so the failure is found and named as if every line had been read."""
+    frames = "".join(f'  File "/env/site-packages/d2/data/common.py", line {n}, in step{n}\n'
+                     f"    data = self._map_func(self._dataset[{n}])\n" for n in range(40))
+    middle = ("Traceback (most recent call last):\n" + frames +
+              "ValueError: too many dimensions 'Boxes'\n")
+    path = big_log(tmp_path / "big.log", middle)
+    diagnosis = diagnose_log(path)
+    assert diagnosis.failure is not None and diagnosis.failure.exc_type == "ValueError"
+    assert len(diagnosis.failure.frames) == 40

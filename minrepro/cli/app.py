@@ -34,7 +34,8 @@ LogArg = Annotated[str | None, typer.Argument(
          " pipe or a file).")]
 ForceOpt = Annotated[bool, typer.Option(help="Overwrite an existing output file.")]
 RulesOpt = Annotated[list[Path] | None, typer.Option(
-    "--rules", help="A directory of extra YAML rule packs (repeatable).")]
+    "--rules", help="A rule pack: a directory of YAML rules (its templates/ folder holds "
+                    "repro templates for the pack's own causes) or one .yaml (repeatable).")]
 
 
 

@@ -55,7 +55,7 @@ def repro(log: LogArg = None,
           rules: RulesOpt = None) -> None:
     """Write a standalone repro script for the cause diagnosed in LOG."""
     log = log_source(log)
-    from minrepro.repro.render import render_repro, write_script
+    from minrepro.repro.render import pack_template_dirs, render_repro, write_script
 
     output = None if output == Path("-") else output  # `-o -`: stdout, as the help says
     diagnosis = diagnose_with_progress(log, rules, progress=True)  # stderr, at a terminal
@@ -63,7 +63,7 @@ def repro(log: LogArg = None,
     if not diagnosis.diagnosed:
         say(diagnosis.summary)
         raise typer.Exit(ExitCode.NO_KNOWN_CAUSE)
-    text = render_repro(diagnosis)
+    text = render_repro(diagnosis, pack_template_dirs(rules or ()))
     if output is not None:
         write_script(text, output, force=force, protect=(log,))
         say(f"wrote {output} ({diagnosis.cause})")
@@ -142,7 +142,8 @@ def report(log: LogArg = None,
     output = None if output == Path("-") else output
     diagnosis = diagnose_with_progress(log, rules, progress=True)  # stderr, at a terminal
     echo_warnings(diagnosis)
-    text = build_report_for_log(log, diagnosis, verify=verify, redact=redact)
+    text = build_report_for_log(log, diagnosis, verify=verify, redact=redact,
+                                packs=tuple(rules or ()))
     if output is not None:
         from minrepro.report.bugreport import write_text
 

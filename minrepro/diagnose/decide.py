@@ -27,6 +27,7 @@ from minrepro.model import (
     package_key,
     package_versions,
 )
+from minrepro.patterns import lazy
 from minrepro.taxonomy import ROOT_OF
 
 THRESHOLD = 0.5  # the least confidence at which a cause is named
@@ -113,13 +114,15 @@ def _undiagnosed(merged: list[Finding], alternatives: tuple[Alternative, ...],
 
 
 #: A CUDA OOM while another process holds the card is the environment's, not the config's.
-_OTHER_PROCESS = re.compile(r"Process \d+ has [\d.]+ [GM]iB memory in use|"
+_OTHER_PROCESS = lazy(r"Process \d+ has [\d.]+ [GM]iB memory in use|"
                             r"another process|other processes", re.IGNORECASE)
 
 
 def root_of_cause(best: Finding, rule: Rule | None, context: Context) -> RootClass | None:
     """The usual root class of the cause (its rule's), unless the evidence names another."""
     root = rule.root if rule is not None and rule.root is not None else ROOT_OF.get(best.cause)
+    if rule is not None and best.variant in dict(rule.variant_roots):
+        return dict(rule.variant_roots)[best.variant]
     if best.cause == "cuda_oom" and any(_OTHER_PROCESS.search(e.text) for e in best.evidence):
         return RootClass.ENVIRONMENT
     return root
@@ -235,7 +238,7 @@ def _failure_fields(failure: Failure | None) -> dict[str, Any]:
 
 
 
-_MIXED_PRECISION = re.compile(r",? (?:use |enable )?(?:automatic )?mixed precision"
+_MIXED_PRECISION = lazy(r",? (?:use |enable )?(?:automatic )?mixed precision"
                               r"(?: \((?:bf16|fp16)(?:/(?:bf16|fp16))?\))?(?=[,.;])")
 
 

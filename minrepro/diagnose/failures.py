@@ -30,23 +30,24 @@ from minrepro.model import (
     UsageError,
     WorkerKilled,
 )
+from minrepro.patterns import lazy
 
 MAX_CANDIDATES = 24
 _DATED = 1e9  # timestamps with a year are above this, glog's (month, day, time) below
 MAX_CASCADE = 8
-_WRAPPED = re.compile(r"Caught \w+ in (?:DataLoader worker process|replica) \d+")
-_CASCADE_TEXT = re.compile(
+_WRAPPED = lazy(r"Caught \w+ in (?:DataLoader worker process|replica) \d+")
+_CASCADE_TEXT = lazy(
     r"Watchdog caught collective|NCCL communicator was aborted|Some NCCL operations have "
     r"failed|ProcessGroupNCCL|DistBackendError|Connection reset by peer|Broken pipe|"
     r"recvValue failed|Socket Timeout|Connection closed by peer|detected a failure on "
     r"another rank|other ranks? (?:failed|exited)|terminate called", re.IGNORECASE)
 _LAUNCHER = ("ChildFailedError", "ProcessRaisedException", "ProcessExitedException")
 _INTERRUPTS = ("KeyboardInterrupt",)
-_ARGPARSE = re.compile(r"unrecognized arguments|arguments are required|invalid choice")
-_ROOT_RANK = re.compile(r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(\d+)",
+_ARGPARSE = lazy(r"unrecognized arguments|arguments are required|invalid choice")
+_ROOT_RANK = lazy(r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(\d+)",
                         re.DOTALL)
-_ISO_TIME = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
-_GLOG_TIME = re.compile(r"\b[IWEF](\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})")
+_ISO_TIME = lazy(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
+_GLOG_TIME = lazy(r"\b[IWEF](\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})")
 
 
 @dataclass
@@ -137,13 +138,17 @@ class FailureLog:
                 return True
         return False
 
-    def resolve(self, went_on_until: int = 0) -> tuple[Failure | None, tuple[Failure, ...], bool]:
+    def resolve(self, went_on_until: int = 0, restarts: tuple[int, ...] = ()
+                ) -> tuple[Failure | None, tuple[Failure, ...], bool]:
         """(the first failure, what followed from it, whether it is a failure of its own
         rather than only a cascade or a wrapper: nothing better was found).
 
         `went_on_until`: the line of the last training record. An error the run went on
-        training after (a batch-size finder's OOM, a caught exception) is no failure."""
-        self.candidates = [c for c in self.candidates if c.failure.line >= went_on_until]
+        training after (a batch-size finder's OOM, a caught exception) is no failure, unless
+        training started over after it (`restarts`: lines where the step counter went back,
+        a new session appended to the same log): then it ended its session."""
+        self.candidates = [c for c in self.candidates if c.failure.line >= went_on_until
+                           or any(line > c.failure.line for line in restarts)]
         failures = [c.failure for c in self.candidates if c.role == "failure"]
         # A traceback cut before its exception line (ranks printing over each other) is a
         # failure only when nothing whole is found.

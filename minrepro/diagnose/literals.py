@@ -7,7 +7,6 @@ pattern (common prefixes factored out) lets it reject most positions after one c
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import threading
@@ -26,11 +25,17 @@ def trie_pattern(words: Iterable[str]) -> str:
     return _emit(trie) if trie else r"(?!)"
 
 
-@functools.lru_cache(maxsize=16)
+_TRIES: dict[tuple[str, ...], re.Pattern[str]] = {}
+
+
 def _compiled_trie(words: tuple[str, ...]) -> re.Pattern[str]:
     """One compiled trie per set of literals: a process diagnosing many logs (triage) builds
     each matcher's pattern once, not once a log."""
-    return re.compile(trie_pattern(words))
+    if len(_TRIES) >= 16:  # user packs vary the sets; keep the cache small
+        _TRIES.clear()
+    if words not in _TRIES:
+        _TRIES[words] = re.compile(trie_pattern(words))
+    return _TRIES[words]
 
 
 def _emit(node: dict) -> str:
@@ -40,17 +45,26 @@ def _emit(node: dict) -> str:
     return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
 
 
-TRIE_LINES = 4000  # lines a LiteralSet reads with the trie before it builds a faster scanner
+# Texts tested word by word (`in`) before the trie is compiled: compiling a trie of hundreds of
+# literals costs as much as testing a few hundred short lines one word at a time, so a short
+# log (and the start of every log) never pays for it.
+NAIVE_CALLS = 256
+
+
+TRIE_LINES = 4000  # then a hyperscan scanner, where installed, is built and used
 
 
 class LiteralSet:
     """Literals; `present(text)` says which occur in a text (lower-cased already, unless
     `fold_case` is False: then the literals are matched as they are written)."""
 
-    def __init__(self, words: Iterable[str], *, fold_case: bool = True) -> None:
+    def __init__(self, words: Iterable[str], naive_calls: int = NAIVE_CALLS, *,
+                 fold_case: bool = True) -> None:
         self.words = tuple(sorted({w.lower() if fold_case else w for w in words if w}))
-        self._present: Callable[[str], list[str]] | None = None  # chosen after TRIE_LINES
-        self._calls = 0
+        self._present: Callable[[str], list[str]] | None = _SCANNERS.get(self.words)
+        self._pattern: re.Pattern[str] | None = None  # compiled after naive_calls texts
+        self._naive_left = naive_calls
+        self._trie_left = TRIE_LINES
         # Each word under its shortest prefix that is itself a word: the trie finds that prefix
         # wherever the word starts, so only the words of that bucket need a startswith there.
         self._bucket: dict[str, list[str]] = {}
@@ -60,18 +74,27 @@ class LiteralSet:
             self._bucket.setdefault(shortest, []).append(word)
 
     def present(self, text: str) -> list[str]:
-        """Which of the literals occur (exact, including overlapping ones), in sorted order.
-        The first lines go to the trie (compiled in milliseconds); after TRIE_LINES, to
-        hyperscan where installed (tens of milliseconds to compile, then ~10x faster)."""
-        if self._present is None:
-            self._calls += 1
-            if self._calls <= TRIE_LINES:
-                return self._trie_present(text)
-            self._present = _hyperscan_present(self.words) or self._trie_present
-        return self._present(text)
+        """Which of the literals occur (exact, including overlapping ones), in sorted order:
+        word by word for the first naive_calls texts, then by the trie; after TRIE_LINES
+        more, by one hyperscan scan where installed (its compile costs tens of milliseconds,
+        then a line costs ~0.5 us, where the trie's search from every start of a frequent
+        literal costs microseconds each). Every way gives the same answer."""
+        if self._present is not None:
+            return self._present(text)
+        if self._pattern is None:
+            self._pattern = _TRIES.get(self.words)
+        if self._pattern is None:
+            if self._naive_left > 0:
+                self._naive_left -= 1
+                return [word for word in self.words if word in text]
+            self._pattern = _compiled_trie(self.words)
+        self._trie_left -= 1
+        if self._trie_left < 0:
+            self._present = _scanner(self.words) or self._trie_present
+        return self._trie_present(text)
 
     def _trie_present(self, text: str) -> list[str]:
-        pattern = _compiled_trie(self.words)
+        pattern = self._pattern or _compiled_trie(self.words)
         found: set[str] = set()
         match = pattern.search(text)
         while match:  # each start of a word, overlaps included
@@ -82,13 +105,27 @@ class LiteralSet:
         return sorted(found)
 
 
-@functools.lru_cache(maxsize=32)
+_SCANNERS: dict[tuple[str, ...], Callable[[str], list[str]]] = {}
+
+
+def _scanner(words: tuple[str, ...]) -> Callable[[str], list[str]] | None:
+    """The hyperscan `present` for these words, built once per process (a triage worker
+    builds an ExtractorSet a log)."""
+    if words not in _SCANNERS:
+        built = _hyperscan_present(words)
+        if built is None:
+            return None
+        if len(_SCANNERS) >= 16:
+            _SCANNERS.clear()
+        _SCANNERS[words] = built
+    return _SCANNERS[words]
+
+
 def _hyperscan_present(words: tuple[str, ...]) -> Callable[[str], list[str]] | None:
     """`present` by one hyperscan scan of the text's UTF-8 (a substring of the text is a
     substring of its bytes and back), each literal reported once: ~0.5 us a line, where
     the trie's search from every start of a frequent literal costs microseconds each.
-    None where hyperscan is not installed (or MINREPRO_ENGINE names another engine).
-    Compiled once per set of literals (a triage worker builds an ExtractorSet a log)."""
+    None where hyperscan is not installed (or MINREPRO_ENGINE names another engine)."""
     if not words or os.environ.get("MINREPRO_ENGINE", "hyperscan") not in ("hyperscan", ""):
         return None
     try:
@@ -126,9 +163,10 @@ def minimal(words: Iterable[str]) -> list[str]:
     return [w for w in unique if not any(o != w and o in w for o in unique)]
 
 
-def any_of(words: Iterable[str]) -> Callable[[str], bool]:
+def any_of(words: Iterable[str], naive_calls: int = NAIVE_CALLS) -> Callable[[str], bool]:
     """A test "does the text hold any of these literals?" (case-sensitive): `in` for one
-    word, else one trie-shaped regex, compiled on first use (start-up stays fast)."""
+    word, else `in` word by word for the first naive_calls texts, then one trie-shaped regex
+    (start-up stays fast)."""
     kept = minimal(w for w in words if w)
     if not kept:
         return lambda text: False
@@ -136,10 +174,17 @@ def any_of(words: Iterable[str]) -> Callable[[str], bool]:
         word = kept[0]
         return lambda text: word in text
     search: list[Callable[[str], re.Match[str] | None]] = []
+    naive_left = [naive_calls]
+    key = tuple(kept)
 
     def holds(text: str) -> bool:
+        if not search and key in _TRIES:
+            search.append(_TRIES[key].search)
         if not search:
-            search.append(re.compile(trie_pattern(kept)).search)
+            if naive_left[0] > 0:
+                naive_left[0] -= 1
+                return any(word in text for word in kept)
+            search.append(_compiled_trie(key).search)
         return search[0](text) is not None
 
     return holds

@@ -42,6 +42,8 @@ from minrepro.model import (
 _KEEP_TRACEBACKS = 6  # the first few (the original failure) and the last (how it ended)
 _RECENT_LINES = 256  # lines kept to give multi-line events their own line's text
 _WENT_ON = 3  # training records after an error that show the run went on past it
+_RESTARTS = 4  # a series going back more often than this counts epochs, not sessions
+_SERIES_MAX = 64  # series whose position is followed (bounded memory)
 TASK_FACTS = frozenset({"num_classes"})  # facts of the task, for the analyzers, not of the env
 
 
@@ -58,6 +60,10 @@ class _Collector:
         self.last_metric_line = 0  # training went on until here
         self.empty = True  # until a line holds more than white space
         self.metric_lines: deque[int] = deque(maxlen=_WENT_ON)  # the last few records' lines
+        # where a series' (epoch, step) went back: a new session appended to the same log
+        # (a restart, a resume from a checkpoint), not the run going on past an error
+        self._resets: dict[str, list[int]] = {}  # series -> lines where it went back
+        self._position: dict[str, tuple[float, int]] = {}  # series -> its last (epoch, step)
         self.ended_line = 0  # where the run last said it finished
         self.lines = 0
 
@@ -73,10 +79,30 @@ class _Collector:
         elif isinstance(event, MetricRecord):
             self.last_metric_line = max(self.last_metric_line, event.line)
             self.metric_lines.append(event.line)
+            self._note_position(event)
         elif isinstance(event, RunEnded):
             self.ended_line = event.line
         for analyzer in self.analyzers:
             analyzer.feed(event, line)
+
+    def _note_position(self, record: MetricRecord) -> None:
+        epoch = record.get("epoch")
+        if record.step is None and epoch is None:
+            return
+        here = (-1.0 if epoch is None else epoch, -1 if record.step is None else record.step)
+        before = self._position.get(record.series)
+        if before is not None and here < before:
+            resets = self._resets.setdefault(record.series, [])
+            if len(resets) <= _RESTARTS:
+                resets.append(record.line)
+        if before is not None or len(self._position) < _SERIES_MAX:
+            self._position[record.series] = here
+
+    def restarts(self) -> tuple[int, ...]:
+        """Lines where training started over; a series that goes back every epoch (a batch
+        counter, `[10/500]`) counts a new epoch, not a new session."""
+        return tuple(line for resets in self._resets.values() if len(resets) <= _RESTARTS
+                     for line in resets)
 
     def _text_of(self, number: int) -> str:
         for line in reversed(self.recent):
@@ -159,7 +185,7 @@ def diagnose_lines(lines: Iterable[Line], *, rules: RuleSet | None = None,
     went_on = collector.metric_lines[0] if len(collector.metric_lines) == _WENT_ON else 0
     shape = LogShape(lines=collector.lines, last_metric_line=collector.last_metric_line,
                      ended_line=collector.ended_line, went_on_after=went_on)
-    first, cascade, genuine = collector.failure_log.resolve(went_on)
+    first, cascade, genuine = collector.failure_log.resolve(went_on, collector.restarts())
     context = Context(source=source, env=collector.env, failures=failures,
                       loss_curve=curve.loss_curve() if curve else (), warnings=tuple(notes),
                       first_failure=first, cascade=cascade, first_is_failure=genuine,

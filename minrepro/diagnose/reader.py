@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import codecs
 import os
-import re
 import stat
 import sys
 import zlib
@@ -21,6 +20,7 @@ from typing import Any, BinaryIO
 from minrepro.diagnose.scan import EVERY_LINE, MANY_UPDATES, LineSelector
 from minrepro.errors import BadInputError, shown_path
 from minrepro.model import Line
+from minrepro.patterns import lazy
 from minrepro.sanitize import log_text
 
 CHUNK_BYTES = 4 << 20
@@ -29,7 +29,7 @@ _SNIFF_BYTES = 8192
 MAX_BLANK_RUN = 32
 _NUL_BLOCK = 16
 _LONG_LINE = 256  # shorter lines cannot hold a run long enough to cost anything
-_BLANK_RUN = re.compile(rf"[ \t]{{{MAX_BLANK_RUN + 1},}}")
+_BLANK_RUN = lazy(rf"[ \t]{{{MAX_BLANK_RUN + 1},}}")
 #: The records of a physical line depend on its bytes alone: a line seen before (a progress
 #: bar, a repeated warning; in this log or an earlier one of a triage worker) is not decoded,
 #: cleaned and split again.
@@ -37,7 +37,7 @@ _RECORDS: dict[bytes, list[tuple[int | None, str, bool]]] = {}
 _MEMO_BYTES = 1024  # lines up to this long are remembered
 _MEMO_LINES = 8192
 
-_RANK_PREFIX = re.compile(
+_RANK_PREFIX = lazy(
     r"^(?:\[\d+\]\s+)?"  # a line-number prefix some launchers add: "[80746] "
     r"(?:\[(?:rank|default)(?P<r1>\d{1,5})\]:?"  # torchrun: "[rank3]:" / "[default0]:"
     r"|\[\d+,(?P<r2>\d{1,5})\]<std(?:out|err)>:"  # mpirun --tag-output: "[1,3]<stderr>:"

@@ -15,6 +15,12 @@ from dataclasses import dataclass
 from minrepro.model import Failure, FailureKind, RootClass
 
 USER, LIBRARY, ANY = "user", "library", "any"
+# the user's own call: raised in the user's code, in a library's __getattr__ (an attribute the
+# user's code asked a library object for: `model.forward_train` on a DDP wrapper), or where no
+# frame was printed
+CALLER = "caller"
+CALLED = "called"  # raised inside a library that the user's own code called (a user frame above)
+IMPORT = "import"  # raised while an installed package was being imported (its module body)
 
 
 @dataclass(frozen=True)
@@ -25,8 +31,11 @@ class RootRule:
     fix: str
     types: tuple[str, ...] = ()  # exception short names (any, when empty)
     message: str = ""  # a regex the message (first lines) must match ("" : any)
-    raised_in: str = ANY  # user | library | any
+    raised_in: str = ANY  # user | library | caller | import | any
     in_worker: bool | None = None  # raised inside a DataLoader worker (None: either)
+    unless: str = ""  # a regex that, found, rules this rule out
+    scope: str = "all"  # where `message` looks: "all" (headline + traceback) or "raise"
+    # (headline + the code line that raised: a traceback's other lines name cfg and args)
 
     def matches(self, failure: Failure, text: str, in_worker: bool) -> bool:
         short = failure.exc_type.rsplit(".", 1)[-1]
@@ -34,12 +43,30 @@ class RootRule:
             return False
         if self.in_worker is not None and self.in_worker != in_worker:
             return False
-        # Where it was raised is known only from frames: none printed decides neither way.
-        if self.raised_in == USER and (not failure.frames or failure.library_frame is not None):
+        if not self._raised_where(failure):
             return False
-        if self.raised_in == LIBRARY and failure.library_frame is None:
+        if self.unless and re.search(self.unless, text):
             return False
+        if self.scope == "raise":
+            raising = failure.frames[-1].code if failure.frames else None
+            text = failure.headline + "\n" + (raising or "")
         return not self.message or re.search(self.message, text) is not None
+
+    def _raised_where(self, failure: Failure) -> bool:
+        """Where it was raised is known only from frames: none printed decides neither way
+        (but for `caller`, which takes a frameless failure as the user's)."""
+        library = failure.library_frame
+        if self.raised_in == USER:
+            return bool(failure.frames) and library is None
+        if self.raised_in == LIBRARY:
+            return library is not None
+        if self.raised_in == CALLER:
+            return library is None or library.function in ("__getattr__", "__getattribute__")
+        if self.raised_in == IMPORT:
+            return library is not None and library.function == "<module>"
+        if self.raised_in == CALLED:
+            return library is not None and failure.user_frame is not None
+        return True
 
 
 C, D, K, E, F, H = (RootClass.CONFIG, RootClass.DATA, RootClass.CODE, RootClass.ENVIRONMENT,
@@ -78,6 +105,11 @@ ROOT_RULES: tuple[RootRule, ...] = (
              types=("ImportError",),
              message=r"cannot import name|No module named|requires the \S+ library|"
                      r"undefined symbol|version `GLIBC|\.so[.\d]*: cannot open shared"),
+    # an installed package that fails in its own module body: a broken or placeholder install
+    # (`mmengine/__init__.py raise NotImplementedError`), a build that does not fit torch
+    RootRule("MR-ROOT-045", E, "An installed package fails while it is being imported",
+             "Reinstall the package at the version the code needs (pip install -U / the repo's "
+             "requirements), built for this torch and Python.", raised_in=IMPORT),
     RootRule("MR-ROOT-012", E, "A library call fails on a keyword or attribute its "
              "installed version does not have",
              "Pin the versions the code needs (pip install 'pkg==X'); compare pip freeze "
@@ -91,6 +123,15 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "not take", "Pin the versions the code was written for (pip install 'pkg==X'), "
              "or rename the keyword as the library's changelog says.", types=("TypeError",),
              message=r"(?:__init__|forward|\w+)\(\) got an unexpected keyword argument"),
+    # raised at the call, in the caller's frame (or no frame printed): the caller's own call
+    # does not fit (a library's internal call that does not fit is MR-ROOT-012's)
+    RootRule("MR-ROOT-051", K, "A call does not fit the signature of what it calls",
+             "Read the call the message names: the number or order of its arguments, or a "
+             "keyword also given by position, does not fit the function's signature.",
+             types=("TypeError",), raised_in=CALLER,
+             message=r"takes \d+ positional arguments? but \d+ (?:were|was) given|"
+                     r"got multiple values for argument|"
+                     r"missing \d+ required (?:positional|keyword-only) arguments?"),
     RootRule("MR-ROOT-015", E, "The installed library no longer supports what the code uses",
              "Install the version the code was written for, or port the code to the new API.",
              message=r"(?i)no longer supported|has been removed|was removed in|"
@@ -100,6 +141,10 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "The module's version (or build: torch without distributed, without CUDA) is not "
              "the one the code expects; install the one it needs.",
              types=("AttributeError",), message=r"module '[\w.]+' has no attribute"),
+    RootRule("MR-ROOT-050", E, "A Triton kernel does not compile with the installed Triton",
+             "Install the Triton release the kernel was written for (the one the repo or "
+             "flash-attn pins), or use the kernel's non-Triton path.",
+             types=("CompilationError",), message=r"triton"),
     RootRule("MR-ROOT-013", E, "The machine ran out of disk space", "Free disk space or "
              "write checkpoints elsewhere.",
              message=r"No space left on device|Disk quota exceeded|file write failed"),
@@ -128,7 +173,9 @@ ROOT_RULES: tuple[RootRule, ...] = (
     # data: the samples
     RootRule("MR-ROOT-020", D, "A sample could not be read in a DataLoader worker",
              "Find the sample (the index or path in the message), drop or fix it; validate "
-             "the data set before training.", in_worker=True),
+             "the data set before training.", in_worker=True,
+             # a worker killed or gone is not a sample that failed to load
+             unless=r"is killed by signal|exited unexpectedly|worker \(pid\(s\)"),
     RootRule("MR-ROOT-021", D, "A data file is corrupt or not in the expected format",
              "Validate the data files (open each once before training) and drop the bad ones.",
              types=("UnidentifiedImageError", "JSONDecodeError", "UnicodeDecodeError",
@@ -180,20 +227,50 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "Check the override against the config groups (`python train.py --help`).",
              message=r"Could not override '|Key '[^']+' is not in struct|"
                      r"Could not (?:find|load) '"),
+    # torch >= 2.0's launcher passes --local-rank; a script written for torch 1.x parses
+    # --local_rank only
+    RootRule("MR-ROOT-049", E, "The launcher passes --local-rank, which a script for older "
+             "torch does not parse", "Launch with torchrun (the script reads LOCAL_RANK from "
+             "the environment) or accept both spellings: parser.add_argument('--local-rank', "
+             "'--local_rank', type=int).", message=r"unrecognized arguments: --local-rank"),
     RootRule("MR-ROOT-032", C, "The launch command's arguments are wrong",
              "Check the command line against the script's --help.",
              types=("SystemExit", "ArgumentError", ""),
              message=r"unrecognized arguments|the following arguments are required|"
-                     r"invalid choice|expected one argument|argument \S+: invalid"),
+                     r"invalid choice|expected one argument|argument \S+: invalid|"
+                     r"\.py: error: |can't open file '"),
     RootRule("MR-ROOT-033", C, "A distributed rendezvous address or port is not usable",
              "Use a free MASTER_PORT and a reachable MASTER_ADDR.",
              message=r"Address already in use|EADDRINUSE|failed to listen on any local "
                      r"network address|Connection refused.*(?:29500|MASTER|rendezvous)"),
+    RootRule("MR-ROOT-047", C, "The code uses torch.distributed, but the job was not "
+             "started as a distributed one", "Launch with torchrun (or the framework's "
+             "distributed launcher option), or turn the distributed parts (SyncBatchNorm, "
+             "dist.* calls) off for a single-process run.",
+             message=r"Default process group has not been initialized"),
+    RootRule("MR-ROOT-048", C, "The job asks for a distributed backend this torch build "
+             "does not have", "Use the gloo backend where NCCL is missing (Windows, macOS, a "
+             "CPU build): init_process_group('gloo'), or the framework's backend setting.",
+             message=r"Distributed package doesn't have \w+ built in|"
+                     r"(?:NCCL|MPI|UCC) backend is not available"),
+    RootRule("MR-ROOT-052", C, "DDP saw a parameter's gradient twice in one step "
+             "(reentrant checkpointing or shared weights with unused-parameter detection)",
+             "Use non-reentrant gradient checkpointing (gradient_checkpointing_kwargs="
+             "{'use_reentrant': False}), or turn unused-parameter detection off "
+             "(find_unused_parameters=False / ddp_find_unused_parameters=False), or "
+             "static_graph=True.",
+             message=r"Expected to mark a variable ready only once|has been marked as ready "
+                     r"twice"),
     RootRule("MR-ROOT-034", C, "A required setting is missing or out of range",
              "Check the setting the message names.", types=("ValueError", "KeyError",
                                                            "AssertionError"),
              message=r"(?i)\bconfig\b|\bcfg\b|\bargs?\.|\boption\b|--\w+|must be (?:set|one of|"
-                     r"positive|divisible)|\bnot supported\b|\binvalid (?:value|argument)\b"),
+                     r"positive|divisible)|\bnot supported\b|\binvalid (?:value|argument)\b|"
+                     # two settings that do not go together
+                     r"\bnot compatible with\b|\bincompatible with\b|"
+                     r"\bcannot be used (?:together )?with\b|\bmutually exclusive\b|"
+                     r"\bdoes not match(?:es)? the\b",
+             scope="raise"),
     # code: raised in the user's or the repo's own code
     RootRule("MR-ROOT-039", None, "A value was None where an object was expected",
              "None comes from a setting not given, a file that failed to load (cv2.imread), "
@@ -206,6 +283,17 @@ ROOT_RULES: tuple[RootRule, ...] = (
              types=("AttributeError", "TypeError"),
              message=r"'(?:list|dict|tuple|str|int|float|bool|ndarray|generator|module)' "
                      r"object (?:has no attribute|is not|does not)"),
+    # torch refusing what the caller's code handed it, wherever inside torch it was raised
+    RootRule("MR-ROOT-053", K, "The code uses a tensor in a way torch does not allow",
+             "Read the innermost frame of your code: index or .item() a 0-d tensor instead of "
+             "iterating it, .detach().cpu() before .numpy(), reduce a many-element tensor "
+             "before `if` / float().",
+             types=("TypeError", "ValueError", "RuntimeError"),
+             message=r"iteration over a 0-d tensor|len\(\) of a 0-d tensor|only (?:one element|"
+                     r"integer) tensors can be converted|a Tensor with \d+ elements cannot be "
+                     r"converted to Scalar|Boolean value of Tensor with more than one (?:value|"
+                     r"element) is ambiguous|Can't call numpy\(\) on Tensor that requires grad|"
+                     r"can't convert (?:cuda|CUDA|mps)[^\n]{0,40}to numpy"),
     RootRule("MR-ROOT-043", K, "A custom autograd Function returns the wrong gradients",
              "Return one gradient per input of forward (None for inputs that need none), "
              "each shaped like its input.",
@@ -215,11 +303,43 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "Read the line the error names: a typo, a missing import, or code for another "
              "Python.", types=("NameError", "UnboundLocalError", "SyntaxError",
                                "IndentationError", "TabError")),
+    # the run's settings object (OmegaConf, yacs, mmcv, argparse, EasyDict) lacking a key
+    RootRule("MR-ROOT-056", C, "The run's config has no such key",
+             "Add the key to the config file (or the command line), or check its spelling "
+             "against what the code reads.", types=("AttributeError",),
+             message=r"'(?:DictConfig|ListConfig|CfgNode|ConfigDict|Config|EasyDict|Namespace|"
+                     r"AttrDict|Munch|SimpleNamespace|Box)' object has no attribute"),
+    # a framework's own kinds of object (a Trainer, a config, a tokenizer, an optimizer): what
+    # the code asks of them and they lack is an API the installed version renamed or dropped
+    RootRule("MR-ROOT-054", E, "A framework object lacks an attribute the code uses: the "
+             "installed version renamed or removed it", "Install the framework version the code "
+             "was written for (the repo's requirements), or port the attribute to the installed "
+             "API (the message's 'Did you mean' names it where Python knows).",
+             types=("AttributeError",),
+             message=r"'(?:\w*Trainer|Accelerator|\w*Arguments|\w*Config|\w*Tokenizer(?:Fast)?|"
+                     r"\w*Processor|\w*Pipeline|DeepSpeedEngine|\w*LR[Ss]cheduler|\w*Optimizer|"
+                     r"\w*Strategy|\w*Callback|\w*DataModule|LightningModule)' object has no "
+                     r"attribute"),
     RootRule("MR-ROOT-044", K, "The code asks an object of its own for an attribute it does "
              "not have", "Read the innermost frame of your code: a typo, a model wrapped by "
              "DataParallel/DDP (use model.module), or an attribute set only on another path.",
-             types=("AttributeError",), message=r"^AttributeError: '[A-Z]\w*' object has no "
-                                                 r"attribute"),
+             types=("AttributeError", "ModuleAttributeError"), raised_in=CALLER,
+             message=r"^(?:[\w.]+\.)?(?:Module)?AttributeError: '[A-Z]\w*' object has no "
+                     r"attribute"),
+    # raised inside a library, on an object of another library: the two installed versions
+    # do not fit (peft reading a bitsandbytes field the installed bitsandbytes lacks)
+    RootRule("MR-ROOT-046", E, "A library reads an attribute that another installed "
+             "library's version does not have", "Install versions that fit each other (the "
+             "pairs the repo's requirements pin; upgrade the one named in the message).",
+             types=("AttributeError",), raised_in=LIBRARY,
+             message=r"^(?:[\w.]+\.)?AttributeError: '[A-Z]\w*' object has no attribute"),
+    # last: a library refusing what the user's code handed it (a value of the wrong kind, a
+    # name registered twice, an eval-mode module asked for a backward); settings, versions and
+    # data that explain such a refusal are the rules above
+    RootRule("MR-ROOT-055", K, "A library refused what the code handed it",
+             "Read the innermost frame of your code in the traceback and the library's message: "
+             "the value, type or call it passes does not fit what the library takes.",
+             types=("ValueError", "AssertionError", "TypeError"), raised_in=CALLED),
     RootRule("MR-ROOT-040", K, "An error in the training code itself",
              "Read the innermost frame of your code in the traceback: the bug is there.",
              types=("TypeError", "AttributeError", "NameError", "UnboundLocalError",

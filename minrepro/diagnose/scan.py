@@ -7,7 +7,8 @@ trie-shaped `re` pattern over the lower-cased bytes) and picks:
 
 * every line of the first HEAD_BYTES and the last TAIL_BYTES (start-up facts, the failure),
 * each line holding a trigger (an error, an OOM report, a watchdog line, a NaN ...), with
-  CONTEXT_BEFORE / CONTEXT_AFTER lines around it (frames, continuation lines, evidence nearby),
+  CONTEXT_BEFORE / CONTEXT_AFTER lines around it (frames, continuation lines, evidence nearby)
+  and, past those, the rest of an indented run (a traceback's frames, up to its exception line),
 * SAMPLES_PER_BLOCK lines spread evenly through each block, so the metric curves keep their
   shape (the curve analyzer decimates to a few hundred points anyway); of a line rewritten by
   '\r' (a progress bar) a sample is its last update, one point as for any other line.
@@ -30,6 +31,10 @@ MAX_HITS_PER_TRIGGER = 128  # occurrences of one trigger looked at per block (fl
 KEEP_UPDATES = 16  # '\r' updates kept at each end of a line rewritten thousands of times
 MANY_UPDATES = 512  # a line with more '\r' updates than this is thinned like a block
 EVERY_LINE = None  # what `pick` returns for a block whose lines are all read
+# A hit's context goes on past CONTEXT_AFTER while the lines stay indented (a traceback's
+# frames, a report's body) and takes the first line after them (the exception), at most
+# this many lines more: a 40-frame traceback in the middle of a big log is read whole.
+MAX_CONTINUATION = 400
 
 class LineSelector:
     """Decides which lines of a block reach the per-line stages."""
@@ -145,13 +150,18 @@ def _spans(block: bytes, hits: list[tuple[int, bool]], full_until: int, full_fro
                 yield _last_update(block, start, end), end
                 last_end = end
             continue
-        after = CONTEXT_AFTER
-        for _ in range(1 + after + _lines_before(block, start, hit)):
-            if start > len(block) or start >= full_from:
-                break
+        budget = 1 + CONTEXT_AFTER + _lines_before(block, start, hit)
+        continued = 0
+        while start <= len(block) and start < full_from:
             end = _find_or_end(block, b"\n", start)
             yield start, end
+            indented = block.startswith((b" ", b"\t"), start)
             last_end, start = end, end + 1
+            budget -= 1
+            if budget <= 0:  # past the context: on only through an indented run (frames)
+                if not indented or continued >= MAX_CONTINUATION:
+                    break
+                continued += 1
     if full_from <= len(block):
         tail_start = max(_line_start(block, full_from), last_end + 1)
         yield from _all_spans_between(block, tail_start, len(block) + 1)

@@ -14,16 +14,16 @@ A finding read from thousands of healthy lines must not outvote how the run ende
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from minrepro.model import Failure, Finding, Severity
+from minrepro.patterns import lazy
 
 PROSE_PRINTED = 0.5
 #: A line a program printed: a Python warning (file.py:N: UserWarning:), a log record's prefix
 #: (a date, a time, a level), or a logger's upper-case tag ("AMP: ", "NCCL WARN").
-_PRINTED = re.compile(
+_PRINTED = lazy(
     r"^\s*(?:\S+\.py:\d+: \w*Warning:|\[?\d{4}[-/]\d\d[-/]\d\d|\[?\d\d:\d\d:\d\d"
     r"|\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b|[A-Z]{2,}[A-Z0-9_]*:\s"
     r"|[\w.]+ - (?:INFO|WARNING|ERROR|DEBUG) - |[IWEF]\d{4} )")
@@ -31,7 +31,7 @@ SYMPTOM_AFTER_SUCCESS = 0.8
 SYMPTOM_BEFORE_CRASH = 0.5
 CRASH_THE_RUN_SURVIVED = 0.3  # an error training went on after was caught (a finder's OOM)
 #: A warning line: Python's (UserWarning:), a logger's (WARNING), glog's (W0315 x.cc:12] ...)
-_WARNING = re.compile(r"\w*Warning:|\bWARN(?:ING)?\b|\[W "
+_WARNING = lazy(r"\w*Warning:|\bWARN(?:ING)?\b|\[W "
                       r"|(?:^|\s|\[)W\d{0,4}\s?[\w./-]*\.(?:cc|cpp|h):\d+\]")
 _NAN_CAUSES = frozenset({"lr_divergence", "fp16_overflow", "softmax_overflow", "nan_in_data"})
 _MEMORY_CAUSES = frozenset({"undetached_loss_list", "allocator_fragmentation",

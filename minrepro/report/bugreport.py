@@ -73,9 +73,11 @@ class ExcerptLine:
 def build_report_for_log(log: str | os.PathLike[str], diagnosis: Diagnosis, *,
                          verify: bool = False, redact: bool = True,
                          local_env: EnvReport | None = None, user: str | None = None,
-                         hostname: str | None = None, verify_timeout: float = 60.0) -> str:
-    """The report for `diagnosis` of `log`: reads the excerpt, renders, probes, verifies."""
-    script, script_error = repro_script(diagnosis)
+                         hostname: str | None = None, verify_timeout: float = 60.0,
+                         packs: tuple[Path, ...] = ()) -> str:
+    """The report for `diagnosis` of `log`: reads the excerpt, renders, probes, verifies.
+    `packs`: the user's rule packs, whose templates/ folders render their own causes."""
+    script, script_error = repro_script(diagnosis, packs)
     if local_env is None:
         from minrepro.report.envreport import collect_env
 
@@ -88,16 +90,18 @@ def build_report_for_log(log: str | os.PathLike[str], diagnosis: Diagnosis, *,
         redactor=local_redactor(user=user, hostname=hostname) if redact else None)
 
 
-def repro_script(diagnosis: Diagnosis) -> tuple[str | None, str | None]:
+def repro_script(diagnosis: Diagnosis, packs: tuple[Path, ...] = ()
+                 ) -> tuple[str | None, str | None]:
     """(script, None), or (None, why there is none) for a diagnosed cause without one."""
     if not diagnosis.diagnosed:
         return None, None
-    from minrepro.repro.render import has_template, render_repro
+    from minrepro.repro.render import has_template, pack_template_dirs, render_repro
 
-    if not has_template(diagnosis.cause or ""):
+    folders = pack_template_dirs(packs)
+    if not has_template(diagnosis.cause or "", folders):
         return None, f"no repro template for {diagnosis.cause} yet"
     try:
-        return render_repro(diagnosis), None
+        return render_repro(diagnosis, folders), None
     except RenderError as err:
         return None, f"the repro script could not be rendered: {err}"
 

@@ -48,13 +48,14 @@ import os
 import re
 import sys
 import unicodedata
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import jinja2
 import yaml
 
-from minrepro.errors import RenderError
+from minrepro.errors import RenderError, shown_path
 from minrepro.files import write_atomic
 from minrepro.model import Diagnosis, Evidence
 from minrepro.output.redact import redact
@@ -117,11 +118,42 @@ def template_dir() -> Path:
     return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / "templates"
 
 
-@functools.lru_cache(maxsize=1)
-def environment() -> jinja2.Environment:
-    """The one Jinja2 environment every repro script is rendered with."""
+def pack_template_dirs(packs: Iterable[str | os.PathLike[str]]) -> tuple[Path, ...]:
+    """The `templates/` folders of a user's rule packs: in a pack directory, or beside a pack
+    file. They hold `<cause>.py.j2` + `<cause>.yaml` for the pack's own causes."""
+    found = []
+    for pack in packs:
+        path = Path(pack)
+        folder = (path if path.is_dir() else path.parent) / "templates"
+        if folder.is_dir() and folder not in found:
+            found.append(folder)
+    return tuple(found)
+
+
+def _folder_of(cause: str, packs: tuple[Path, ...]) -> Path | None:
+    """Where `cause`'s template and spec are: the built-in folder first (a pack adds causes,
+    it never replaces a verified template), then the packs' in the order given."""
+    if not isinstance(cause, str) or not _CAUSE_NAME.fullmatch(cause):
+        return None
+    for folder in (template_dir(), *packs):
+        if (folder / f"{cause}.py.j2").is_file() and (folder / f"{cause}.yaml").is_file():
+            return folder
+    return None
+
+
+def _where(folder: Path, name: str) -> str:
+    """How an error names a template file: templates/x for a built-in one, else its path."""
+    return f"templates/{name}" if folder == template_dir() else shown_path(folder / name)
+
+
+@functools.lru_cache(maxsize=8)
+def environment(folder: Path | None = None) -> jinja2.Environment:
+    """The Jinja2 environment repro scripts are rendered with; a pack's folder first, then the
+    built-in one (a pack's template can include `_header.py.j2` and `_cli.py.j2`)."""
+    folders = [str(template_dir())] if folder in (None, template_dir()) else \
+        [str(folder), str(template_dir())]
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(template_dir())),
+        loader=jinja2.FileSystemLoader(folders),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,  # the output is Python source, not HTML
@@ -133,22 +165,21 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def has_template(cause: str) -> bool:
-    """True when both the script template and the spec of `cause` exist."""
-    if not isinstance(cause, str) or not _CAUSE_NAME.fullmatch(cause):
-        return False
-    folder = template_dir()
-    return (folder / f"{cause}.py.j2").is_file() and (folder / f"{cause}.yaml").is_file()
+def has_template(cause: str, packs: tuple[Path, ...] = ()) -> bool:
+    """True when both the script template and the spec of `cause` exist (built in, or in
+    one of the packs' template folders)."""
+    return _folder_of(cause, packs) is not None
 
 
 @functools.lru_cache(maxsize=64)
-def load_spec(cause: str) -> TemplateSpec:
-    """Load and validate templates/<cause>.yaml; RenderError names the file and key."""
-    if not has_template(cause):
+def load_spec(cause: str, packs: tuple[Path, ...] = ()) -> TemplateSpec:
+    """Load and validate <templates>/<cause>.yaml; RenderError names the file and key."""
+    folder = _folder_of(cause, packs)
+    if folder is None:
         raise RenderError(f"no repro template for cause {cause!r}")
-    where = f"templates/{cause}.yaml"
+    where = _where(folder, f"{cause}.yaml")
     try:
-        data = yaml.safe_load((template_dir() / f"{cause}.yaml").read_text(encoding="utf-8"))
+        data = yaml.safe_load((folder / f"{cause}.yaml").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
         raise RenderError(f"{where}: cannot load: {one_line(err)}") from None
     return parse_spec(cause, data, where)
@@ -205,19 +236,21 @@ def build_context(diagnosis: Diagnosis, spec: TemplateSpec) -> dict[str, Any]:
 # --- render, check, write ------------------------------------------------------------------
 
 
-def render_repro(diagnosis: Diagnosis) -> str:
-    """The repro script for `diagnosis`: checked Python source, the same for the same input."""
+def render_repro(diagnosis: Diagnosis, packs: tuple[Path, ...] = ()) -> str:
+    """The repro script for `diagnosis`: checked Python source, the same for the same input.
+    `packs`: template folders of the user's rule packs (pack_template_dirs), for their causes."""
     cause = diagnosis.cause
     if cause is None:
         raise RenderError("no known cause: there is nothing to reproduce")
-    if not has_template(cause):
+    folder = _folder_of(cause, packs)
+    if folder is None:
         raise RenderError(f"no repro template for cause {cause!r}")
-    spec = load_spec(cause)
+    spec = load_spec(cause, packs)
     try:
-        template = environment().get_template(f"{spec.cause}.py.j2")
+        template = environment(folder).get_template(f"{spec.cause}.py.j2")
         text = template.render(build_context(diagnosis, spec))
     except jinja2.TemplateError as err:
-        raise RenderError(f"templates/{spec.cause}.py.j2: {one_line(err)}") from None
+        raise RenderError(f"{_where(folder, spec.cause + '.py.j2')}: {one_line(err)}") from None
     check_script(text, spec.cause)
     return text
 

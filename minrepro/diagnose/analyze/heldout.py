@@ -55,6 +55,9 @@ def _eval_at_chance(state: CurveState) -> tuple[Point, int | None] | None:
 # --- overfitting --------------------------------------------------------------------------
 
 
+HIGH_EVAL_LOSS = 0.5  # a held-out loss below this is no gap worth a diagnosis
+
+
 def overfitting(state: CurveState) -> Finding | None:
     train_series, eval_series = state.paired("loss", "eval_loss")
     train, evals = train_series.points(), eval_series.points()
@@ -71,8 +74,7 @@ def overfitting(state: CurveState) -> Finding | None:
     recent_train = median(train_after) if train_after else 0.0
     gap = (mean(after) - recent_train) / max(recent_train, 1e-9)
     if not (rising and falling and gap > 0.1):
-        stalled = best < len(evals) - max(2, len(evals) // 3)  # no new best lately
-        return _generalisation_gap(train, evals) if stalled else None
+        return None  # evaluated often enough to see: the held-out loss does not climb
     if still_improving(state, evals[best].line):
         return None  # the held-out loss rises, but the model still gets better at the task
     if state.quality() and not quality_improved(state):
@@ -101,11 +103,13 @@ def _quality_got_worse(state: CurveState) -> bool:
 
 
 def _generalisation_gap(train: list[Point], evals: list[Point]) -> Finding | None:
-    """Few evaluations: a held-out loss ten times the (already small) training loss."""
+    """Few evaluations: a held-out loss ten times the (already small) training loss, and
+    itself still high (a held-out 0.09 beside a training 0.0000 is a model that generalises)."""
     if not train or not evals:
         return None
     last_train = min(train[-3:], key=lambda p: abs(p.line - evals[-1].line))
-    if last_train.value >= 0.1 or evals[-1].value < 10 * max(last_train.value, 1e-9):
+    if last_train.value >= 0.1 or evals[-1].value < 10 * max(last_train.value, 1e-9) \
+            or evals[-1].value < HIGH_EVAL_LOSS:
         return None
     return finding(checks.GENERALISATION_GAP, 0.55, [last_train, evals[-1]],
                    params={"best_eval_loss": round(min(p.value for p in evals), 4)})

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from minrepro.diagnose.extract.units import SIZE, parse_size
 from minrepro.diagnose.literals import any_of
 from minrepro.model import CudaAssert, Line, OomReport
+from minrepro.patterns import lazy
 
-_ASSERT_RE = re.compile(
+_ASSERT_RE = lazy(
     r"(?P<file>(?:[A-Za-z]:)?[^\s:]*\.(?:cuh?|hip|cpp|h)):(?P<lineno>\d+): "
     r"(?:(?P<kernel>.*?): )?block: \[[\d, ]*\], thread: \[[\d, ]*\] "
     r"Assertion `(?P<cond>.*?)` failed"
@@ -66,19 +67,19 @@ def _size_after(pattern: re.Pattern[str], text: str) -> int | None:
 
 
 _S = f"({SIZE})"
-_REQUESTED = re.compile(rf"[Tt]ried to allocate {_S}")
-_DEVICE = re.compile(r"\(GPU (\d+);|GPU (\d+) has a total capac")
-_CAPACITY_OLD = re.compile(rf"{_S} total capacity")
-_CAPACITY_NEW = re.compile(rf"total capac\w* of {_S}")
-_FREE_OLD = re.compile(rf"{_S} free\b")
-_FREE_NEW = re.compile(rf"of which {_S} is free")
-_ALLOC_OLD = re.compile(rf"{_S} already allocated")
-_ALLOC_NEW = re.compile(rf"{_S} is allocated by PyTorch", re.IGNORECASE)
-_RESERVED_OLD = re.compile(rf"{_S} (?:reserved in total by PyTorch|cached\))", re.IGNORECASE)
+_REQUESTED = lazy(rf"[Tt]ried to allocate {_S}")
+_DEVICE = lazy(r"\(GPU (\d+);|GPU (\d+) has a total capac")
+_CAPACITY_OLD = lazy(rf"{_S} total capacity")
+_CAPACITY_NEW = lazy(rf"total capac\w* of {_S}")
+_FREE_OLD = lazy(rf"{_S} free\b")
+_FREE_NEW = lazy(rf"of which {_S} is free")
+_ALLOC_OLD = lazy(rf"{_S} already allocated")
+_ALLOC_NEW = lazy(rf"{_S} is allocated by PyTorch", re.IGNORECASE)
+_RESERVED_OLD = lazy(rf"{_S} (?:reserved in total by PyTorch|cached\))", re.IGNORECASE)
 #: "CUDA error: out of memory", "HIP out of memory", "torch.OutOfMemoryError: ..."
-_OOM_WITHOUT_SIZES = re.compile(
+_OOM_WITHOUT_SIZES = lazy(
     r"(?:CUDA|HIP|XPU|MPS backend|NPU) (?:error: )?out of memory|OutOfMemoryError")
-_UNALLOCATED_NEW = re.compile(rf"{_S} is reserved by PyTorch but unallocated",
+_UNALLOCATED_NEW = lazy(rf"{_S} is reserved by PyTorch but unallocated",
                               re.IGNORECASE)
 
 

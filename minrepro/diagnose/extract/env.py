@@ -26,43 +26,44 @@ from collections.abc import Callable, Sequence
 
 from minrepro.diagnose.literals import any_of
 from minrepro.model import EnvFact, Line
+from minrepro.patterns import lazy
 
 _MAX_FACTS = 256
 _VERSION = r"\d+\.\d+(?:\.\d+)?(?:[a-z]+\d*)?(?:\.dev\d+)?(?:\+[\w.]+)?"
 
-_TORCH_VERSION = re.compile(
+_TORCH_VERSION = lazy(
     rf"(?:\bPyTorch version|\btorch(?:\.__version__)?(?: version)?)"
     rf"(?:\s*(?:==|[:=])\s*|\s+)v?({_VERSION})"  # not \s*(?:..|\s)\s*: quadratic on blanks
     rf"|\bpytorch\s+({_VERSION})\s|\btorch-({_VERSION})-cp")
-_CU_SUFFIX = re.compile(r"\+cu(\d{2,3})(\d)\b")
-_CUDA_BUILD = re.compile(
+_CU_SUFFIX = lazy(r"\+cu(\d{2,3})(\d)\b")
+_CUDA_BUILD = lazy(
     r"CUDA used to build PyTorch:\s*(\d+\.\d+)|torch\.version\.cuda\W+(\d+\.\d+)")
-_SMI_CUDA = re.compile(r"CUDA Version:\s*(\d+\.\d+)")
-_DRIVER_TOO_OLD = re.compile(r"driver on your system is too old \(found version (\d+)\)")
-_RUNTIME = re.compile(r"CUDA runtime version:\s*(\d+\.\d+(?:\.\d+)?)|release (\d+\.\d+), V\d")
-_AVAILABLE = re.compile(r"Is CUDA available:\s*(True|False)")
-_DRIVER = re.compile(
+_SMI_CUDA = lazy(r"CUDA Version:\s*(\d+\.\d+)")
+_DRIVER_TOO_OLD = lazy(r"driver on your system is too old \(found version (\d+)\)")
+_RUNTIME = lazy(r"CUDA runtime version:\s*(\d+\.\d+(?:\.\d+)?)|release (\d+\.\d+), V\d")
+_AVAILABLE = lazy(r"Is CUDA available:\s*(True|False)")
+_DRIVER = lazy(
     r"Driver Version:\s*(\d+\.\d+(?:\.\d+)?)|[Dd]river version:\s*(\d+\.\d+(?:\.\d+)?)")
-_GPU_CAPABILITY = re.compile(
+_GPU_CAPABILITY = lazy(
     r"(?P<name>(?:NVIDIA|Tesla|GeForce|Quadro|TITAN)[\w .-]*?) with CUDA capability sm_(?P<sm>\d+)")
-_FOUND_GPU = re.compile(r"Found GPU\d* (?P<name>.+?) which is of cuda capability (?P<cc>\d+\.\d+)")
-_CAPABILITY = re.compile(r"(?:CUDA|[Cc]ompute) [Cc]apability:?\s*(?:sm_(\d+)|(\d+)\.(\d+))")
-_SUPPORTED = re.compile(r"supports CUDA capabilities ((?:sm_\d+\s*)+)")
-_GPU_INDEX = re.compile(r"\bGPU \d+: (?P<name>[^(\n]+?)\s*(?:\(UUID|$)")
-_SMI_ROW = re.compile(r"\|\s+\d+\s+(?P<name>[A-Za-z][\w .-]+?)\s+(?:On|Off)\s+\|")
-_GPU_NAME = re.compile(
+_FOUND_GPU = lazy(r"Found GPU\d* (?P<name>.+?) which is of cuda capability (?P<cc>\d+\.\d+)")
+_CAPABILITY = lazy(r"(?:CUDA|[Cc]ompute) [Cc]apability:?\s*(?:sm_(\d+)|(\d+)\.(\d+))")
+_SUPPORTED = lazy(r"supports CUDA capabilities ((?:sm_\d+\s*)+)")
+_GPU_INDEX = lazy(r"\bGPU \d+: (?P<name>[^(\n]+?)\s*(?:\(UUID|$)")
+_SMI_ROW = lazy(r"\|\s+\d+\s+(?P<name>[A-Za-z][\w .-]+?)\s+(?:On|Off)\s+\|")
+_GPU_NAME = lazy(
     r"\b(?P<name>NVIDIA (?:GeForce |Quadro |TITAN |RTX )?(?:RTX |GTX )?[A-Z]{0,2}\d{2,4}\w*"
     r"(?:[ -](?:Ti|SUPER|Laptop GPU|SXM\d?|PCIE|\d+GB))*"
     r"|Tesla [KMPTVA]\d+\w*(?:-\w+)*|(?<![\w-])[AH]100(?:-(?:SXM\d?|PCIE|\d+GB))+)")
-_PYTHON_PATH = re.compile(r"python(\d\.\d+)[/\\](?:site|dist)-packages")
-_PYTHON_VERSION = re.compile(r"Python version:\s*(\d+\.\d+(?:\.\d+)?)")
-_DTYPE = re.compile(
+_PYTHON_PATH = lazy(r"python(\d\.\d+)[/\\](?:site|dist)-packages")
+_PYTHON_VERSION = lazy(r"Python version:\s*(\d+\.\d+(?:\.\d+)?)")
+_DTYPE = lazy(
     r"--(fp16|bf16)\b|\b(fp16|bf16)\s*=\s*True|[\"'](fp16|bf16)[\"']:\s*\{\s*[\"']enabled[\"']:"
     r"\s*true|mixed_precision\s*[= ]\s*[\"']?(fp16|bf16)"
     r"|torch_dtype\s*=\s*torch\.(float16|bfloat16)")
 _DTYPE_NAMES = {"float16": "fp16", "bfloat16": "bf16"}
 #: The task's class count, as configs and model dumps print it (num_classes=10, "nc": 80).
-_NUM_CLASSES = re.compile(
+_NUM_CLASSES = lazy(
     r"\b(?:num_classes|num_labels|n_classes|nclasses|number of classes|classes|nc)"
     r"[\"']?\s*[:=]\s*(\d{1,5})\b")
 

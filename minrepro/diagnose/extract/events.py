@@ -26,6 +26,7 @@ from collections.abc import Hashable, Sequence
 from minrepro.diagnose.extract.units import FLOAT, parse_duration_ms, parse_float, parse_int
 from minrepro.diagnose.literals import any_of
 from minrepro.model import Line, LossScaleEvent, NcclTimeout, RunEnded, WorkerKilled
+from minrepro.patterns import lazy
 
 #: Events repeat (every rank, every retry, every 10 s for barriers); report each once.
 _MAX_SEEN = 1024
@@ -46,7 +47,7 @@ class _Seen:
         return True
 
 
-_RANK_IN_TEXT = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\]|\bRank (\d+)\b")
+_RANK_IN_TEXT = lazy(r"\[(?:PG [^\]]*?)?Rank (\d+)\]|\bRank (\d+)\b")
 
 
 def _rank(line: Line, text: str) -> int | None:
@@ -58,10 +59,10 @@ def _rank(line: Line, text: str) -> int | None:
 
 # --- loss scale -----------------------------------------------------------------------------
 
-_ATTEMPTED = re.compile(rf"Attempted loss scale: ({FLOAT}), reducing to ({FLOAT})")
-_REDUCING_FROM = re.compile(rf"[Rr]educing (?:dynamic )?loss scale from ({FLOAT}) to ({FLOAT})")
-_REDUCING_TO = re.compile(rf"(?:reducing|setting) (?:loss )?scale to:? ({FLOAT})")
-_MIN_REACHED = re.compile(rf"Minimum loss scale reached \(({FLOAT})\)")
+_ATTEMPTED = lazy(rf"Attempted loss scale: ({FLOAT}), reducing to ({FLOAT})")
+_REDUCING_FROM = lazy(rf"[Rr]educing (?:dynamic )?loss scale from ({FLOAT}) to ({FLOAT})")
+_REDUCING_TO = lazy(rf"(?:reducing|setting) (?:loss )?scale to:? ({FLOAT})")
+_MIN_REACHED = lazy(rf"Minimum loss scale reached \(({FLOAT})\)")
 _AT_MINIMUM = "loss scale already at minimum"
 
 
@@ -113,12 +114,12 @@ def _loss_scale_event(text: str, line: Line) -> LossScaleEvent | None:
 
 # --- NCCL / process-group timeouts ----------------------------------------------------------
 
-_SEQ = re.compile(r"SeqNum=(\d+)")
-_OPTYPE = re.compile(r"OpType=(\w+)")
-_TIMEOUT_MS = re.compile(r"Timeout\(ms\)=(\d+)")
-_BARRIER_RANK = re.compile(r"rank: (\d+)")
-_BARRIER_TIMEOUT = re.compile(r"timeout=([\d:., a-z]+)\)")
-_SECONDS = re.compile(r"(?:after|for) (\d+(?:\.\d+)?) ?(?:seconds|s\b)")
+_SEQ = lazy(r"SeqNum=(\d+)")
+_OPTYPE = lazy(r"OpType=(\w+)")
+_TIMEOUT_MS = lazy(r"Timeout\(ms\)=(\d+)")
+_BARRIER_RANK = lazy(r"rank: (\d+)")
+_BARRIER_TIMEOUT = lazy(r"timeout=([\d:., a-z]+)\)")
+_SECONDS = lazy(r"(?:after|for) (\d+(?:\.\d+)?) ?(?:seconds|s\b)")
 
 
 class NcclExtractor:
@@ -178,9 +179,9 @@ def _barrier(text: str, line: Line) -> NcclTimeout:
 
 # --- DataLoader workers ---------------------------------------------------------------------
 
-_KILLED = re.compile(r"(?i:DataLoader) worker \(pid (\d+)\) is killed by signal(?:ed)?: ([^.]+)")
-_EXITED = re.compile(r"DataLoader worker \(pid\(?s?\)? ?([\d, ]*)\) exited unexpectedly")
-_IN_WORKER = re.compile(r"Unexpected (bus error|segmentation fault|floating-point exception)"
+_KILLED = lazy(r"(?i:DataLoader) worker \(pid (\d+)\) is killed by signal(?:ed)?: ([^.]+)")
+_EXITED = lazy(r"DataLoader worker \(pid\(?s?\)? ?([\d, ]*)\) exited unexpectedly")
+_IN_WORKER = lazy(r"Unexpected (bus error|segmentation fault|floating-point exception)"
                         r" encountered in worker")
 _SIGNAL_NAME = {"bus error": "Bus error", "segmentation fault": "Segmentation fault",
                 "floating-point exception": "Floating-point exception"}
@@ -231,7 +232,7 @@ _may_worker = any_of(WorkerKilledExtractor.TRIGGERS)
 
 # --- the run's own word that it finished ---------------------------------------------------
 
-_FINISHED = re.compile(
+_FINISHED = lazy(
     r"(?i)\btraining (?:is |has )?(?:complete|completed|finished|done|ended)\b"
     r"|\bfinished training\b|\btrain(?:ing)? (?:job )?finished\b|'train_runtime'|\"train_runtime\""
     r"|\bexits successfully\b|\bTotal training time\b|\bOverall training speed\b"

@@ -23,19 +23,23 @@ from collections.abc import Sequence
 from minrepro.diagnose.extract.units import parse_int
 from minrepro.diagnose.literals import any_of
 from minrepro.model import Line, ProcessKilled
+from minrepro.patterns import lazy
 
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)"), "exitcode"),
+    # torchrun: `failed (exitcode: -9) local_rank: 0 (pid: ...)`, and since torch 2.2 `failed
+    # (exitcode: -9) for binary located at /.../python with local_rank: 0 (process ID: ...)`
+    (lazy(r"failed \(exitcode: (-?\d+)\)(?: local_rank: (\d+)|[^\n]{0,400}? with local_rank: "
+          r"(\d+))"), "exitcode"),
     # DeepSpeed's launcher: `[launch.py:434:sigkill_handler] [...] exits with return code = -9`
-    (re.compile(r"exits with return code = (-\d+)()"), "exitcode"),
-    (re.compile(r"Signal (\d+) \((SIG\w+)\) received by PID"), "signal"),
-    (re.compile(r"(?i)oom[-_]kill event|Out of memory: Killed process|OOM Killed"), "oom"),
-    (re.compile(r"DUE TO TIME LIMIT|DUE TO PREEMPTION|DUE TO NODE FAILURE"), "scheduler"),
-    (re.compile(r"^(?:.*\d+ )?Killed(?:\s+\S.*)?$"), "killed"),
-    (re.compile(r"(?i)Segmentation fault|SIGSEGV|Bus error \(core dumped\)"), "segfault"),
-    (re.compile(r"^Aborted \(core dumped\)|^Aborted$"), "aborted"),
+    (lazy(r"exits with return code = (-\d+)()"), "exitcode"),
+    (lazy(r"Signal (\d+) \((SIG\w+)\) received by PID"), "signal"),
+    (lazy(r"(?i)oom[-_]kill event|Out of memory: Killed process|OOM Killed"), "oom"),
+    (lazy(r"DUE TO TIME LIMIT|DUE TO PREEMPTION|DUE TO NODE FAILURE"), "scheduler"),
+    (lazy(r"^(?:.*\d+ )?Killed(?:\s+\S.*)?$"), "killed"),
+    (lazy(r"(?i)Segmentation fault|SIGSEGV|Bus error \(core dumped\)"), "segfault"),
+    (lazy(r"^Aborted \(core dumped\)|^Aborted$"), "aborted"),
 )
-_CLOSING = re.compile(r"Sending process \d+ closing signal SIG(?:TERM|INT)")
+_CLOSING = lazy(r"Sending process \d+ closing signal SIG(?:TERM|INT)")
 _SEEN_MAX = 256
 
 
@@ -58,7 +62,8 @@ class KillExtractor:
             match = pattern.search(text)
             if match is None:
                 continue
-            rank = parse_int(match[2]) if how == "exitcode" and match[2] else line.rank
+            given = (match[2] or match.groups()[-1]) if how == "exitcode" else None
+            rank = parse_int(given) if given else line.rank
             key = (f"{how}:{match[1] if how in ('exitcode', 'signal') else ''}", rank)
             if key in self._seen:
                 return ()

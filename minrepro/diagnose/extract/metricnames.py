@@ -21,7 +21,7 @@
 
 from __future__ import annotations
 
-import re
+from minrepro.patterns import lazy
 
 ALIASES: dict[str, str] = {
     **dict.fromkeys(("loss", "cost", "train_cost", "train_loss", "training_loss", "total_loss",
@@ -53,16 +53,16 @@ STEP_KEYS = frozenset(("step", "global_step", "iter", "iteration", "it", "num_up
                        "train_global_step", "trainer_global_step"))
 _EVAL_PREFIXES = ("eval_", "val_", "valid_", "validation_", "test_")
 _EVAL_SUFFIXES = ("_val", "_valid", "_test", "_eval")
-_TOTAL_EVAL_LOSS = re.compile(r"(?:total_)?(?:val|valid|validation|eval|test)_(?:total_)?loss")
+_TOTAL_EVAL_LOSS = lazy(r"(?:total_)?(?:val|valid|validation|eval|test)_(?:total_)?loss")
 
 #: Held-out quality: higher is better. Matched on the normalised name without `eval_`.
-_QUALITY_UP = re.compile(
+_QUALITY_UP = lazy(
     r"(?:top_?[15]_?)?acc(?:uracy)?(?:@\d|_?top\d|_?\d)?|top[15]|prec@\d|(?:bbox_|segm_)?m?ap"
     r"(?:50|75|_50|_75|@0\.5|_0\.5)?|m?iou|mean_iou|dice|bleu(?:_?\d)?|rouge\w*|f1(?:_\w+)?"
     r"|auc|roc_auc|r@\d+|recall(?:@\d+)?|precision|psnr|ssim|exact_match|em|pix_?acc|mcc"
     r"|matthews_correlation|spearmanr|pearson|ndcg\w*|hit@\d+|score")
 #: Held-out quality: lower is better.
-_QUALITY_DOWN = re.compile(r"epe|wer|cer|ppl|perplexity|fid|error|err|mae|rmse|ter")
+_QUALITY_DOWN = lazy(r"epe|wer|cer|ppl|perplexity|fid|error|err|mae|rmse|ter")
 
 
 def clean(key: str) -> str:

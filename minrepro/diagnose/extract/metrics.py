@@ -39,6 +39,7 @@ from minrepro.diagnose.extract.metricnames import STEP_KEYS, normalise
 from minrepro.diagnose.extract.units import FLOAT, is_finite, parse_int
 from minrepro.diagnose.literals import any_of
 from minrepro.model import Line, MetricRecord
+from minrepro.patterns import lazy
 
 #: Values that alone do not make a metric line (an args dump prints `learning_rate=5e-05`).
 _SECONDARY = frozenset(("epoch", "data_time", "batch_time", "memory_mb", "learning_rate",
@@ -57,30 +58,30 @@ _QUALIFIED = ("(?:(?:batch|epoch|step|iter|train|training|val|valid|validation|t
 #: `key: value`, `key=value`, `key value`; the value must end the token (not `0.23.ckpt`,
 #: `1:52:15`, `4846/12331`, `2017-06`). `(?:\s*[:=]\s*|\s+)`, not `\s*(?:[:=]\s*|\s+)`: the
 #: latter tries every split of a run of blanks, quadratic on `lr` + 8,000 spaces.
-_PAIR = re.compile(
+_PAIR = lazy(
     rf"(?:^|(?<=[\s,|{{(\[;，。、>]))(?P<key>(?i:{_QUALIFIED})|(?i:{_MULTIWORD})"
     rf"|[A-Za-z][\w@/\-]*?)"
     rf"(?:\s*[:=：]\s*|\s+)\[?{_VALUE}(?:\s?(?P<unit>ms|MiB|MB|GiB|GB)\b|(?P<letter>[smMG%]))?"
     r"(?!\.?[\w/\-]|:\d)")
-_DICT_PAIR = re.compile(rf"['\"](?P<key>[^'\"]{{1,60}})['\"]\s*[:：]\s*['\"]?{_VALUE}['\"]?")
-_THROUGHPUT = re.compile(r"(\d+(?:\.\d+)?)\s?(it/s|s/it)")
-_FRACTION = re.compile(r"(?<![\d/.:])(\d+)/\s*(\d+)(?![\d/.:])")
+_DICT_PAIR = lazy(rf"['\"](?P<key>[^'\"]{{1,60}})['\"]\s*[:：]\s*['\"]?{_VALUE}['\"]?")
+_THROUGHPUT = lazy(r"(\d+(?:\.\d+)?)\s?(it/s|s/it)")
+_FRACTION = lazy(r"(?<![\d/.:])(\d+)/\s*(\d+)(?![\d/.:])")
 #: The PyTorch CIFAR tutorial: `[2,  2400] loss: 1.209` is [epoch, batch].
-_EPOCH_BATCH = re.compile(r"\s*\[(\d+),\s+(\d+)\]")
-_TQDM_COUNT = re.compile(r"\|\s*(\d+)/(?:\d+|\?)\s*\[")
-_EPOCH_BEFORE = re.compile(r"[Ee]poch\s*[:=]?\s*\[?\s*$")
-_EPOCH = re.compile(r"[Ee]poch\s*[:=]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\]?")
-_ASSIGNMENT = re.compile(r"\s+[A-Za-z_][\w.]*\s*[-+*/]?=\s*\S+\s*$")
+_EPOCH_BATCH = lazy(r"\s*\[(\d+),\s+(\d+)\]")
+_TQDM_COUNT = lazy(r"\|\s*(\d+)/(?:\d+|\?)\s*\[")
+_EPOCH_BEFORE = lazy(r"[Ee]poch\s*[:=]?\s*\[?\s*$")
+_EPOCH = lazy(r"[Ee]poch\s*[:=]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\]?")
+_ASSIGNMENT = lazy(r"\s+[A-Za-z_][\w.]*\s*[-+*/]?=\s*\S+\s*$")
 #: `Data 0.001 (11.761)`, `Loss 0.8037 (2.5720)`: after a value, its running average.
-_AVERAGE_AFTER = re.compile(rf"\s*\(\s*(?P<avg>{FLOAT})\s*\)")
+_AVERAGE_AFTER = lazy(rf"\s*\(\s*(?P<avg>{FLOAT})\s*\)")
 #: An evaluation record, marked before its first value (or at the line's start).
-_EVAL_MARK = re.compile(
+_EVAL_MARK = lazy(
     r"(?:^|[\s\]\[|(>-])(?:test set|validation set|validate|validation|valid|val"
     r"|eval(?:uation|uating)?|test(?:ing)?)\s*[:\]]|Epoch\(val\)|\[(?:valid|val|eval)\]"
     r"|^\s*\*\s+(?:acc|prec|top|loss|map|miou)",  # pytorch/examples, DeiT, DINO: " * Acc@1 .."
     re.IGNORECASE)
 #: Words of a training record, which end an evaluation block.
-_TRAIN_MARK = re.compile(r"(?i)\b(?:train\w*|epoch|iter\w*|step)\b|\d+%\|")
+_TRAIN_MARK = lazy(r"(?i)\b(?:train\w*|epoch|iter\w*|step)\b|\d+%\|")
 EVAL_BLOCK_LINES = 20
 #: What a series key masks: numbers, durations and progress bars vary from line to line.
 _SERIES_MASKS = (re.compile(r"\d+%\|[^|]*\|"),
@@ -88,10 +89,10 @@ _SERIES_MASKS = (re.compile(r"\d+%\|[^|]*\|"),
 _SERIES_CHARS = 120
 _NOT_METRICS = ("Namespace(", "Arguments(", "Config(", "argparse")
 #: Tables (`| epoch | train loss | val loss |` then rows of numbers): cells and their values.
-_COLUMN_GAP = re.compile(r"\t+|\s{2,}")
-_NUMBER_TOKEN = re.compile(rf"(?<![\w.]){FLOAT}(?![\w.])")
-_CELL_NUMBER = re.compile(rf"({FLOAT})\s*%?")
-_RULE_CELL = re.compile(r":?-{2,}:?")
+_COLUMN_GAP = lazy(r"\t+|\s{2,}")
+_NUMBER_TOKEN = lazy(rf"(?<![\w.]){FLOAT}(?![\w.])")
+_CELL_NUMBER = lazy(rf"({FLOAT})\s*%?")
+_RULE_CELL = lazy(r":?-{2,}:?")
 
 
 #: A line holding none of these is no metric line.

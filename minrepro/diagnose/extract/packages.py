@@ -20,25 +20,26 @@ from collections.abc import Iterator, Sequence
 
 from minrepro.diagnose.literals import any_of
 from minrepro.model import PACKAGE_FACT, EnvFact, Line, package_key
+from minrepro.patterns import lazy
 
 _MAX_PACKAGES = 200
 _VERSION = r"\d+(?:\.\d+)+(?:(?:a|b|rc|post|dev)\d*)?(?:\.(?:post|dev)\d+)?(?:\+[\w.]+)?"
 _NAME = r"[A-Za-z][A-Za-z0-9._-]*"
 
-_PINNED = re.compile(rf"(?:^|[\s\[\]'\"(,;])({_NAME})==({_VERSION})(?![\w.])")
-_CONDA_PIN = re.compile(rf"(?:^|\s)({_NAME})=(\d+\.\d+\.\d+[\w.+]*)(?:=\w+)?(?:\s|$|,)")
-_PIN_CONTEXT = re.compile(r"(?i)\bconda\b|\binstall|\bus(?:e|ing)\b|\bversion")
-_CONDA_ROW = re.compile(rf"^\s*\[conda\]\s+({_NAME})\s+({_VERSION})\s")
-_BANNER = re.compile(
+_PINNED = lazy(rf"(?:^|[\s\[\]'\"(,;])({_NAME})==({_VERSION})(?![\w.])")
+_CONDA_PIN = lazy(rf"(?:^|\s)({_NAME})=(\d+\.\d+\.\d+[\w.+]*)(?:=\w+)?(?:\s|$|,)")
+_PIN_CONTEXT = lazy(r"(?i)\bconda\b|\binstall|\bus(?:e|ing)\b|\bversion")
+_CONDA_ROW = lazy(rf"^\s*\[conda\]\s+({_NAME})\s+({_VERSION})\s")
+_BANNER = lazy(
     rf"^[\s*#>|-]*`?({_NAME}(?: [A-Za-z][\w-]*){{0,2}})`? version(?: \([^)]*\))?\s*[:=]\s*"
     rf"`?v?({_VERSION})(?![\w.])")
-_PATH = re.compile(
+_PATH = lazy(
     rf"(?:site|dist)-packages[/\\]({_NAME}?)-({_VERSION}?)(?:-py\d[\w.]*|\.dist-info|\.egg-info"
     rf"|\.egg)(?![\w-])")
-_INSTALLED = re.compile(r"Successfully installed ((?:\S+-\d\S*\s*)+)")
-_SATISFIED = re.compile(
+_INSTALLED = lazy(r"Successfully installed ((?:\S+-\d\S*\s*)+)")
+_SATISFIED = lazy(
     rf"Requirement already satisfied: ({_NAME})(?:[<>=!~]=?\S+)? in \S+ \(({_VERSION})\)")
-_NAME_VERSION = re.compile(rf"^({_NAME})-({_VERSION})$")
+_NAME_VERSION = lazy(rf"^({_NAME})-({_VERSION})$")
 
 #: Names that banners and pins print which are not installed Python packages.
 _NOT_PACKAGES = frozenset({

@@ -9,10 +9,9 @@ strings them together is in traceback.py.
 
 from __future__ import annotations
 
-import re
-
 from minrepro.diagnose.extract.units import parse_int
 from minrepro.model import Frame
+from minrepro.patterns import lazy
 
 HEADER = "Traceback (most recent call last)"
 CAUSE_SEPARATOR = "The above exception was the direct cause"
@@ -27,27 +26,27 @@ _NAME = (r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failu
 _MARKDOWN_LEAD = " \t>*_#`"
 _MARKDOWN_TRAIL = " \t*_`"
 
-_EXC_ANCHORED = re.compile(rf"(?P<type>{_NAME})(?::(?P<msg>.*)|\s*$)")
-_EXC_ANYWHERE = re.compile(rf"(?:^|(?<=[\s`'\"(\[>*_|:]))(?P<type>{_NAME}):(?P<msg>.*)")
+_EXC_ANCHORED = lazy(rf"(?P<type>{_NAME})(?::(?P<msg>.*)|\s*$)")
+_EXC_ANYWHERE = lazy(rf"(?:^|(?<=[\s`'\"(\[>*_|:]))(?P<type>{_NAME}):(?P<msg>.*)")
 _CODE_KEYWORDS = ("except", "raise", "class", "import", "def", "isinstance", "catch", "with")
 
-_FRAME = re.compile(
+_FRAME = lazy(
     r'File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func><[^>]*>|\S+))?(?P<rest>.*)')
 
-_CUT_FRAME = re.compile(
+_CUT_FRAME = lazy(
     r'\s*(?P<file>[^"\s]+)", line (?P<lineno>\d+), in (?P<func><[^>]*>|\S+)(?P<rest>.*)')
-_JUPYTER_HEADER = re.compile(rf"\s*(?P<type>{_NAME})\s{{2,}}Traceback \(most recent call last\)")
+_JUPYTER_HEADER = lazy(rf"\s*(?P<type>{_NAME})\s{{2,}}Traceback \(most recent call last\)")
 #: IPython 8: "File ~/x/linear.py:114, in Linear.forward(self, input)", "Cell In[5], line 1",
 #: "Input In [5], in <cell line: 1>()"; IPython 7: "~/x/linear.py in forward(self, input)".
-_JUPYTER_FRAME_NEW = re.compile(
+_JUPYTER_FRAME_NEW = lazy(
     r"(?:File )?(?P<file>\S.*?)(?::(?P<lineno>\d+),| line (?P<lineno2>\d+)|,) "
     r"(?:in (?P<func><[^>]*>|[\w.<>]+))?")
-_JUPYTER_CELL = re.compile(r"(?P<file>(?:Cell|Input) In ?\[\d*\]), line (?P<lineno>\d+)")
-_JUPYTER_FRAME_OLD = re.compile(r"(?P<file>[^\s\d-].*?) in (?P<func><[^>]*>|[\w.]+)(?:\(.*\))?\s*$")
-_JUPYTER_ARROW = re.compile(r"\s*-*> ?(?P<lineno>\d+)\s?(?P<code>.*)")
-_JUPYTER_CONTEXT = re.compile(r"\s*\d+\b")
+_JUPYTER_CELL = lazy(r"(?P<file>(?:Cell|Input) In ?\[\d*\]), line (?P<lineno>\d+)")
+_JUPYTER_FRAME_OLD = lazy(r"(?P<file>[^\s\d-].*?) in (?P<func><[^>]*>|[\w.]+)(?:\(.*\))?\s*$")
+_JUPYTER_ARROW = lazy(r"\s*-*> ?(?P<lineno>\d+)\s?(?P<code>.*)")
+_JUPYTER_CONTEXT = lazy(r"\s*\d+\b")
 
-_LOG_LINE = re.compile(
+_LOG_LINE = lazy(
     r"\s*(?:\[?\d{4}[-/]\d\d[-/]\d\d|\[?\d\d:\d\d:\d\d"
     r"|\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b"
     r"|[IWEF]\d{4} \d\d:|\d+%\||\{'|wandb:|```)")

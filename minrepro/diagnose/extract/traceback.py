@@ -1,6 +1,7 @@
 """Python tracebacks, reassembled per rank, from real (messy) logs -> Traceback events.
 
-Handles: the standard format (3.11+ caret lines skipped), tracebacks without their header
+Handles: the standard format (3.11+ caret lines skipped), VS Code's debugger (`Exception has
+occurred: X`, the message, frames innermost first), tracebacks without their header
 (pasted from the middle), frames without indentation or run together on one line, Jupyter
 (`RuntimeError     Traceback (most recent call last)` + `----> 1` frames), multi-line
 messages (CUDA hints, `AssertionError:` + message below, ChildFailedError tables), chained
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from minrepro.diagnose.extract import pylines
 from minrepro.diagnose.literals import any_of
 from minrepro.model import Frame, Line, Traceback
+from minrepro.patterns import lazy
 
 MAX_FRAMES = 200
 MAX_MESSAGE_LINES = 40
@@ -44,6 +46,7 @@ class _Partial:
     exc_line: int = 0
     message: list[str] = field(default_factory=list)
     message_chars: int = 0
+    vscode: bool = False  # VS Code's debugger: type, message, then frames innermost first
 
     def add_frame(self, frame: Frame) -> None:
         if len(self.frames) >= MAX_FRAMES:
@@ -82,10 +85,13 @@ class _Partial:
             line=self.exc_line or self.last_line,
             first_line=self.first_line,
             rank=rank,
-            frames=tuple(self.frames),
+            frames=tuple(reversed(self.frames)) if self.vscode else tuple(self.frames),
         )
 
 
+# VS Code's debugger, pasted into many reports: `Exception has occurred: RuntimeError`, the
+# message, then the frames innermost first
+_VSCODE = lazy(r"Exception has occurred: ([A-Za-z_][\w.]*)$")
 TRIGGERS = ("Error", "Exception", "Traceback", '", line ', "Interrupt", "Exit", "Failure",
             "StopIteration")
 _may_start = any_of(TRIGGERS)
@@ -173,9 +179,10 @@ class TracebackExtractor:
                 partial.add_frame(frame)
             self._partial[line.rank] = partial
             return
-        found = pylines.exception_anywhere(text)
+        vscode = _VSCODE.match(text.strip())
+        found = (vscode[1], "") if vscode else pylines.exception_anywhere(text)
         if found is not None:
-            partial = _Partial(first_line=number, last_line=number)
+            partial = _Partial(first_line=number, last_line=number, vscode=bool(vscode))
             partial.start_message(found[0], found[1], number)
             self._partial[line.rank] = partial
 
@@ -221,6 +228,8 @@ class TracebackExtractor:
 
     def _in_message(self, partial: _Partial, text: str, line: Line,
                     events: list[Traceback]) -> None:
+        if partial.vscode and self._in_vscode_frames(partial, text):
+            return
         if not text.strip():
             self._finish(line.rank)
             return
@@ -229,6 +238,19 @@ class TracebackExtractor:
                 or not partial.add_message_line(text)):
             self._finish(line.rank)
             self._step(text, line, events)
+
+    @staticmethod
+    def _in_vscode_frames(partial: _Partial, text: str) -> bool:
+        """VS Code's frames, after its message: True when the line was one (or its code)."""
+        stripped = text.strip()
+        if '", line ' in text and (frames := pylines.frames_in(text)):
+            for frame in frames:
+                partial.add_frame(frame)
+            return True
+        if partial.frames and partial.expect_code and stripped:
+            partial.set_code(None, stripped)
+            return True
+        return False
 
     # --- transitions ----------------------------------------------------------------------
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import re
 
+from minrepro.patterns import lazy
+
 #: Bytes per unit. torch prints binary units (KiB/MiB/GiB); bare K/M/G (TensorFlow, ROCm)
 #: are binary too; KB/MB/GB are taken as SI because tools that print them mean SI.
 _SIZE_UNITS: dict[str, int] = {
@@ -16,12 +18,12 @@ _SIZE_UNITS: dict[str, int] = {
 
 #: A size as torch writes it: number, optional space, unit.
 SIZE = r"\d+(?:\.\d+)?\s*(?:[KMGT]i?B|[KMGT]B?|bytes?|B)\b"
-_SIZE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]i?B|[KMGT]B?|bytes?|B)\b", re.IGNORECASE)
+_SIZE_RE = lazy(r"(\d+(?:\.\d+)?)\s*([KMGT]i?B|[KMGT]B?|bytes?|B)\b", re.IGNORECASE)
 
 #: A float as logs print it, including nan/inf spellings.
 FLOAT = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?i:nan|inf(?:inity)?))"
 
-_DURATION_RE = re.compile(r"(?:(\d+) days?, )?(\d+):(\d\d):(\d\d)(?:\.(\d+))?")
+_DURATION_RE = lazy(r"(?:(\d+) days?, )?(\d+):(\d\d):(\d\d)(?:\.(\d+))?")
 
 
 def parse_size(text: str) -> int | None:

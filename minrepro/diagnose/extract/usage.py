@@ -5,7 +5,11 @@ Real texts:
   argparse:  usage: train.py [-h] [--config CONFIG] ...
              train.py: error: unrecognized arguments: configs/faster_rcnn_r50_fpn_1x.py
              main.py: error: the following arguments are required: --data
+             main.py: error: 'Configuration check failed :: No action for destination key
+                 "trainer.process_position" to check its value.'   (jsonargparse, LightningCLI)
              train.py: error: argument --lr: invalid float value: '1e-3,'
+  Python:    /env/bin/python: can't open file '/src/full_finetune.py': [Errno 2] No such file
+             or directory
   Hydra:     In 'experiment/x': Could not override 'data@experiment.data'.
              Key 'lr' is not in struct
              Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.
@@ -13,16 +17,22 @@ Real texts:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from minrepro.diagnose.literals import any_of
 from minrepro.model import Line, UsageError
+from minrepro.patterns import lazy
 
-_ARGPARSE = re.compile(r"^[\w./\\-]+: error: ((?:unrecognized arguments|the following arguments "
+_ARGPARSE = lazy(r"^[\w./\\-]+: error: ((?:unrecognized arguments|the following arguments "
                        r"are required|argument \S+: (?:invalid|expected|not allowed|ambiguous))"
-                       r".{0,300})")
-_HYDRA = re.compile(r"(Could not override '[^']{1,200}'|Key '[^']{1,200}' is not in struct|"
+                       r".{0,300})"
+                 # any message of a Python script's parser (argparse's parser.error, jsonargparse
+                 # / LightningCLI): `main.py: error: 'Configuration check failed :: ...'`; not
+                 # `nvcc: error:` or `ninja: error:` (a build, not the job's command line)
+                 r"|^[\w./\\-]+\.py: error: (\S.{0,300})")
+# the interpreter itself, given a script path that does not exist (a launcher's entry, a recipe)
+_NO_SCRIPT = lazy(r"python[\w.]*: can't open file '([^'\n]{0,300})': \[Errno 2\] No such file")
+_HYDRA = lazy(r"(Could not override '[^']{1,200}'|Key '[^']{1,200}' is not in struct|"
                     r"Could not find '[^']{1,200}'|Could not load '[^']{1,200}')")
 _HYDRA_END = "HYDRA_FULL_ERROR=1"
 
@@ -30,9 +40,10 @@ _HYDRA_END = "HYDRA_FULL_ERROR=1"
 class UsageExtractor:
     """argparse and Hydra refusals -> UsageError; Hydra's, once its closing line is seen."""
 
-    TRIGGERS = (": error: ", "Could not override", "is not in struct", "Could not find '",
-                "Could not load '", _HYDRA_END)
-    SELECT = (": error: unrecognized", ": error: the following", "hydra_full_error")
+    TRIGGERS = (": error: ", "can't open file", "Could not override", "is not in struct",
+                "Could not find '", "Could not load '", _HYDRA_END)
+    SELECT = (": error: unrecognized", ": error: the following", ".py: error: ", "can't open file",
+              "hydra_full_error")
 
     def __init__(self) -> None:
         self._hydra: tuple[int, str, int | None] | None = None  # Hydra's message, held
@@ -45,7 +56,12 @@ class UsageExtractor:
         match = _ARGPARSE.search(text)
         if match is not None:
             self._done = True
-            return (UsageError(line.line, match[1].strip(), line.rank),)
+            return (UsageError(line.line, (match[1] or match[2]).strip(), line.rank),)
+        match = _NO_SCRIPT.search(text)
+        if match is not None:
+            self._done = True
+            return (UsageError(line.line, f"can't open file '{match[1]}': no such file",
+                               line.rank),)
         match = _HYDRA.search(text)
         if match is not None:
             self._hydra = (line.line, match[1], line.rank)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 import zlib
 from collections.abc import Iterable
@@ -19,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from minrepro.errors import RulePackError, shown_path
+from minrepro.patterns import lazy
 
 BUILTIN_DIR = Path(__file__).parent  # the category folders of YAML beside this code
 FROZEN = BUILTIN_DIR / "frozen.json"
 MAX_RULE_FILE_BYTES = 1 << 20
 MAX_NESTING = 50
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")  # a quoted token of the file, in a YAML problem
-_DUPLICATE = re.compile(r"duplicate key '[a-z_]{1,20}'")
+_QUOTED = lazy(r"'[^']*'|\"[^\"]*\"")  # a quoted token of the file, in a YAML problem
+_DUPLICATE = lazy(r"duplicate key '[a-z_]{1,20}'")
 
 
 def read_rule_file(path: Path) -> Any:
@@ -115,9 +115,14 @@ def _unique_key_loader() -> type:
     return UniqueKeyLoader
 
 
+TEMPLATES = "templates"  # a pack's repro templates (and their specs) live here, not rules
+
+
 def rule_files(directory: Path) -> list[Path]:
-    """Every `*.yaml` and `*.yml` file below `directory`, in a stable order."""
-    return sorted([*directory.rglob("*.yaml"), *directory.rglob("*.yml")])
+    """Every `*.yaml` and `*.yml` file below `directory`, in a stable order (a `templates/`
+    folder's specs are not rules)."""
+    found = [*directory.rglob("*.yaml"), *directory.rglob("*.yml")]
+    return sorted(p for p in found if TEMPLATES not in p.relative_to(directory).parts[:-1])
 
 
 def _fingerprint(paths: Iterable[Path]) -> str:

@@ -34,7 +34,6 @@ should be a number in (0, 1]` (checked with minrepro.schema, as the template spe
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +42,7 @@ from minrepro.diagnose.rules import files as rulefiles
 from minrepro.diagnose.rules import regexcost
 from minrepro.errors import RulePackError, shown_path
 from minrepro.model import ParamValue, Role, Severity
+from minrepro.patterns import lazy
 from minrepro.schema import IDENTIFIER, Checker
 from minrepro.taxonomy import CATEGORY_OF, ROOT_OF, RootClass
 
@@ -50,15 +50,15 @@ if TYPE_CHECKING:
     import regex
 
 PARAM_TYPES = ("int", "float", "bytes", "duration_ms", "str")
-_RULE_KEYS = {"id", "cause", "category", "root", "title", "explanation", "fix", "references",
-              "params", "signals", "examples", "cases", "cascade", "supersedes"}
+_RULE_KEYS = {"id", "cause", "category", "root", "variant_roots", "title", "explanation", "fix",
+              "references", "params", "signals", "examples", "cases", "cascade", "supersedes"}
 _SIGNAL_KEYS = {"name", "pattern", "hint", "requires", "weight", "role", "severity", "within",
                 "variant", "ignore_case"}
 _CASE_KEYS = {"name", "log", "cause", "params"}
 _REQUIRED = ("id", "cause", "category", "title", "explanation", "fix", "signals")
-ID = re.compile(r"MR-(?:MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR|MON)-\d{3}")
+ID = lazy(r"MR-(?:MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR|MON)-\d{3}")
 _MAX_CASE_CHARS = 20_000
-_SHORT_ID = re.compile(r"[A-Za-z0-9-]{1,12}")  # a mistyped id, shown; anything else is not
+_SHORT_ID = lazy(r"[A-Za-z0-9-]{1,12}")  # a mistyped id, shown; anything else is not
 
 
 _COMPILED: dict[tuple[str, bool], regex.Pattern[str]] = {}
@@ -120,6 +120,9 @@ class Rule:
     cascade: bool = False  # a consequence of another rank's failure (NCCL watchdog, ...)
     supersedes: tuple[str, ...] = ()  # causes this one explains (a leak explains its OOM)
     source: str = ""  # file name, for messages
+    # the root class where the evidence points to a variant that has another one (a
+    # checkpoint's `module.` prefix is the code's, a size mismatch the config's)
+    variant_roots: tuple[tuple[str, RootClass], ...] = ()
 
     def param_type(self, name: str) -> str | None:
         return dict(self.params).get(name)
@@ -166,8 +169,19 @@ class _RuleChecker(Checker):
             examples_no_match=self.strings(examples, "no_match", "examples."),
             cases=self._cases(data.get("cases") or []),
             cascade=self.flag(data, "cascade"), supersedes=self._causes(data, "supersedes"),
-            source=self.file,
+            source=self.file, variant_roots=self._variant_roots(data, signals),
         )
+
+    def _variant_roots(self, data: dict, signals: list) -> tuple[tuple[str, RootClass], ...]:
+        given = self.mapping(data.get("variant_roots") or {}, "variant_roots")
+        variants = {s.get("variant") for s in signals if isinstance(s, dict)}
+        roots = []
+        for variant in given:
+            if variant not in variants:
+                self.fail(f"variant_roots.{variant}", "no signal of this rule has this variant")
+            roots.append((variant, self.choice(given, variant, RootClass, RootClass.CODE,
+                                               "variant_roots.")))
+        return tuple(roots)
 
     def _root_of(self, data: dict, cause: str, category: str) -> RootClass:
         """A known cause keeps its category (its root class may be given); a user's pack

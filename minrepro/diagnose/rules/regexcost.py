@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 
+from minrepro.patterns import lazy
+
 MAX_EXPANSION = 20_000  # (?:(?:a{100}){100}) compiles in ms; ten times more costs 100 MB
-_COUNT = re.compile(r"\{(\d{0,9})(?:,(\d{0,9}))?\}")
+_COUNT = lazy(r"\{(\d{0,9})(?:,(\d{0,9}))?\}")
 
 
 def expansion(source: str) -> int:

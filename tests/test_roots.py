@@ -1,0 +1,154 @@
+"""Root classes decided by where a failure was raised, not only by what it says."""
+
+from __future__ import annotations
+
+import pytest
+
+from minrepro.model import package_of
+from tests.test_failures import diagnose
+
+
+def tb(*frames: tuple[str, str, str], exc: str) -> str:
+    """A traceback of (file, function, code line) frames, outermost first."""
+    body = "".join(f'  File "{path}", line 10, in {function}\n    {code}\n'
+                   for path, function, code in frames)
+    return f"Traceback (most recent call last):\n{body}{exc}\n"
+
+
+USER = ("/srv/app/train.py", "train", "out = model.forward_train(batch)")
+GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__getattr__",
+           "type(self).__name__, name))")
+
+
+@pytest.mark.parametrize(("log", "root"), [
+    # an attribute the user's code asked a DDP wrapper for: the user's code
+    (tb(USER, GETATTR, exc="torch.nn.modules.module.ModuleAttributeError: "
+                           "'DistributedDataParallel' object has no attribute 'forward_train'"),
+     "code"),
+    (tb(USER, GETATTR, exc="AttributeError: 'BiEncoderModel' object has no attribute 'encode'"),
+     "code"),
+    # one library reading a field another library's installed version lacks: the versions
+    (tb(USER, ("/env/lib/python3.9/site-packages/peft/tuners/lora.py", "_find_and_replace",
+               '"memory_efficient_backward": target.state.memory_efficient_backward,'),
+        exc="AttributeError: 'MatmulLtState' object has no attribute "
+            "'memory_efficient_backward'"), "environment"),
+    # a package that raises in its own module body while being imported: the install
+    (tb(("tools/train.py", "<module>", "from mmengine.config import Config"),
+        ("/env/lib/python3.8/site-packages/mmengine/__init__.py", "<module>",
+         "raise NotImplementedError('This is a project in development')"),
+        exc="NotImplementedError: This is a project in development"), "environment"),
+    (tb(USER, exc="RuntimeError: Default process group has not been initialized, please make "
+                  "sure to call init_process_group."), "config"),
+    (tb(USER, exc="RuntimeError: Distributed package doesn't have NCCL built in"), "config"),
+    ("usage: main_pretrain.py [-h] [--local_rank LOCAL_RANK]\n"
+     "main_pretrain.py: error: unrecognized arguments: --local-rank=1\n", "environment"),
+    # a call that does not fit its callee, printed without frames: the caller's call
+    ("TypeError: __init__() got multiple values for argument 'model'\n", "code"),
+    ("run_dt_acc.py, line 230, in main\n    trainer = Trainer(model, model_simu, tconf)\n"
+     "TypeError: __init__() takes 5 positional arguments but 6 were given\n", "code"),
+    # raised by a library's own call into another part of it (an unpacked release tree)
+    (tb(USER, (r"d:\src\detectron2-0.3\detectron2\config\config.py", "_get_args_from_config",
+               "ret = from_config_func(*args, **kwargs)"),
+        exc="TypeError: _train_loader_from_config() takes 1 positional argument but 2 were "
+            "given"), "environment"),
+    (tb(USER, ("/opt/conda/lib/python3.11/site-packages/triton/compiler/compiler.py", "compile",
+               "raise CompilationError(fn.src, node, repr(e))"),
+        exc="triton.compiler.errors.CompilationError: at 114:14:"), "environment"),
+    (tb(USER, ("/env/lib/python3.11/site-packages/torch/_tensor.py", "__iter__",
+               'raise TypeError("iteration over a 0-d tensor")'),
+        exc="TypeError: iteration over a 0-d tensor"), "code"),
+    (tb(USER, ("/env/lib/python3.10/site-packages/torch/autograd/__init__.py", "backward",
+               "Variable._execution_engine.run_backward("),
+        exc="RuntimeError: Expected to mark a variable ready only once. This error is caused "
+            "by one of the following reasons"), "config"),
+    ("ERROR: /env/bin/python: can't open file '/srv/torchtune/full_finetune.py': [Errno 2] No "
+     "such file or directory\n", "config"),
+    (tb(USER, ("/env/lib/python3.10/site-packages/transformers/modeling_utils.py",
+               "from_pretrained", "raise ValueError("),
+        exc="ValueError: DeepSpeed Zero-3 is not compatible with `low_cpu_mem_usage=True` or "
+            "with passing a `device_map`."), "config"),
+    ("AssertionError: The `num_classes` (1) in Shared2FCBBoxScoreHead of MMDataParallel does "
+     "not matches the length of `CLASSES` 80) in CocoDataset\n", "config"),
+    ("AttributeError: 'XGRPOTrainer' object has no attribute 'num_iterations'. Did you mean: "
+     "'num_generations'?\n", "environment"),
+    (tb(USER, exc="AttributeError: 'Trainer' object has no attribute 'accelerator_backend'"),
+     "environment"),
+    (tb(("train_coco.py", "<module>", "register_coco_instances('coco_2017_train', {}, j, d)"),
+        ("/env/lib/python3.7/site-packages/detectron2/data/catalog.py", "register",
+         "assert name not in self"),
+        exc="AssertionError: Dataset 'coco_2017_train' is already registered!"), "code"),
+    ("AttributeError: 'ConfigDict' object has no attribute 'pretrained'\n", "config"),
+    ("AttributeError: 'Namespace' object has no attribute 'local_rank'\n", "config"),
+    ("AttributeError: 'LlamaConfig' object has no attribute 'rope_theta'\n", "environment"),
+    ("main.py: error: 'Configuration check failed :: No action for destination key "
+     "\"trainer.process_position\" to check its value.'\n", "config"),
+])
+def test_root_from_where_it_was_raised(log: str, root: str) -> None:
+    diagnosis = diagnose(log)
+    assert diagnosis.root is not None and diagnosis.root.value == root, diagnosis.rule_id
+
+
+def test_a_config_name_elsewhere_in_the_traceback_does_not_make_a_keyerror_config() -> None:
+    """`args.` and `cfg.` in an outer frame's code say nothing of the key that was missing."""
+    log = tb(("train.py", "<module>", "train(cfg.num_epochs, trainer, args.log_dir)"),
+             ("/srv/app/run_util/trainer.py", "compute_loss",
+              "logits = output['traj_stateclass_logist']"),
+             exc="KeyError: 'traj_stateclass_logist'")
+    assert diagnose(log).root.value == "code"
+    missing = tb(("train.py", "<module>", "main()"),
+                 ("/srv/app/train.py", "main", "opt = build(cfg['optimizer'])"),
+                 exc="KeyError: 'optimizer'")
+    assert diagnose(missing).root.value == "config"
+
+
+def test_a_worker_stopped_by_sigterm_is_neither_memory_nor_a_bad_sample() -> None:
+    log = tb(USER, ("/env/lib/python3.8/site-packages/torch/utils/data/_utils/signal_handling.py",
+                    "handler", "_error_if_any_worker_fails()"),
+             exc="RuntimeError: DataLoader worker (pid 4020138) is killed by signal: Terminated.")
+    diagnosis = diagnose(log)
+    assert diagnosis.cause != "host_oom_dataloader" and diagnosis.root is None
+
+
+def test_torchruns_newer_exitcode_line_is_a_kill_of_that_rank() -> None:
+    log = ("step 2464 loss 0.083\n"
+           "[2026-03-30 19:24:42,731] torch.distributed.elastic.multiprocessing.api: [ERROR] "
+           "failed (exitcode: -9) for binary located at /env/bin/python3.10 with local_rank: 3 "
+           "(process ID: 71)\n")
+    diagnosis = diagnose(log)
+    assert diagnosis.cause == "host_oom" and diagnosis.failure.rank == 3
+
+
+@pytest.mark.parametrize(("path", "package"), [
+    (r"d:\segmentation\detectron2-0.3\detectron2\config\config.py", "detectron2"),
+    ("/opt/fairseq-0.12.2/fairseq/trainer.py", "fairseq"),
+    ("/home/u/proj-main/proj/train.py", None),  # a checkout of one's own project
+    ("/home/u/exp-2.1/train.py", None),
+])
+def test_an_unpacked_release_tree_is_a_library(path: str, package: str | None) -> None:
+    assert package_of(path) == package
+
+
+@pytest.mark.parametrize(("log", "root"), [
+    ('RuntimeError: Error(s) in loading state_dict for ResNet:\n'
+     '\tMissing key(s) in state_dict: "conv1.weight", "bn1.weight".\n'
+     '\tUnexpected key(s) in state_dict: "module.conv1.weight", "module.bn1.weight".\n', "code"),
+    ("RuntimeError: Error(s) in loading state_dict for ResNet:\n"
+     "\tsize mismatch for fc.weight: copying a param with shape torch.Size([1000, 2048]) from "
+     "checkpoint, the shape in current model is torch.Size([10, 2048]).\n", "config"),
+])
+def test_a_causes_root_follows_the_variant_the_evidence_shows(log: str, root: str) -> None:
+    """A wrapper's `module.` prefix is the code's save/load; a head of another size the
+    config's (the rule's variant_roots)."""
+    diagnosis = diagnose(log)
+    assert diagnosis.cause == "state_dict_mismatch" and diagnosis.root.value == root
+
+
+def test_variant_roots_must_name_a_variant_of_the_rule(tmp_path) -> None:  # noqa: ANN001
+    from minrepro.diagnose.rules.registry import load_rules
+    from minrepro.errors import RulePackError
+    from tests.test_registry import NEW_CAUSE_RULE
+
+    pack = tmp_path / "tok.yaml"
+    pack.write_text(NEW_CAUSE_RULE.replace("signals:", "variant_roots:\n  nope: code\nsignals:"))
+    with pytest.raises(RulePackError, match="variant_roots.nope: no signal of this rule"):
+        load_rules([pack])
