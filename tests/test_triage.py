@@ -202,3 +202,24 @@ def test_dask_engine_without_the_extra_says_what_to_install(
     with pytest.raises(Exception, match=r"pip install minrepro\[dask\]") as caught:
         make_engine("dask", scheduler="tcp://127.0.0.1:1")
     assert str(caught.value) == DASK_MISSING
+
+
+def test_a_batch_diagnoses_each_big_log_as_diagnose_does(tmp_path: Path) -> None:
+    """A worker reads every log of its batch from its own start: the head of each big log
+    is read in full, as `diagnose` reads it (a selector shared across the batch once carried
+    the bytes of the logs before over, so the later ones lost their head)."""
+    from minrepro.diagnose.pipeline import diagnose_log
+    from minrepro.triage.record import diagnose_batch, to_record
+
+    curves = ("loss_stagnation", "lr_divergence", "overfitting", "dataloader_bottleneck")
+    names = sorted(p for p in SAMPLES.glob("*.log") if p.name.startswith(curves))
+    assert len(names) >= 4
+    paths = []
+    for index, sample in enumerate(names):  # curves: told by every metric line of the head
+        noise = "".join(f"step {i} tokens {i * 7} queue depth {i % 5} ok\n" for i in range(9000))
+        path = tmp_path / f"big{index}.log"  # ~400 KB: over the head and tail read in full
+        path.write_text(sample.read_text(encoding="utf-8") + noise, encoding="utf-8")
+        paths.append(str(path))
+    batch = diagnose_batch([(str(i), p) for i, p in enumerate(paths)])
+    alone = [to_record(str(i), diagnose_log(p)) for i, p in enumerate(paths)]
+    assert batch == alone

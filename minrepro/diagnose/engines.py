@@ -14,9 +14,11 @@ selector only needs a position inside the line.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import re
+import threading
 from functools import cache
 from types import ModuleType
 from typing import Protocol
@@ -55,8 +57,14 @@ def best_engine() -> str:
 
 def build(name: str, literals: tuple[str, ...], words: tuple[str, ...]) -> Engine:
     """The engine `name` ("auto": the best here) for lower-case `literals` (anywhere) and
-    `words` (whole words only); an engine that fails to build falls back to the next."""
-    name = best_engine() if name == "auto" else name
+    `words` (whole words only); an engine that fails to build falls back to the next.
+    Built once per process for each set of words (hyperscan's compile takes ~30 ms, as long
+    as diagnosing a small log): engines hold no state between scans."""
+    return _build(best_engine() if name == "auto" else name, literals, words)
+
+
+@functools.lru_cache(maxsize=8)
+def _build(name: str, literals: tuple[str, ...], words: tuple[str, ...]) -> Engine:
     order = ENGINES[ENGINES.index(name):]
     for candidate in order:
         engine = _try_build(candidate, literals, words)
@@ -89,6 +97,8 @@ class _Hyperscan:
         expressions = [re.escape(w).encode() for w in literals]
         if words:
             expressions.append(_words_pattern(words).encode())
+        self._module = hyperscan
+        self._local = threading.local()
         self._db = hyperscan.Database()
         self._db.compile(expressions=expressions, ids=list(range(len(expressions))),
                          elements=len(expressions),
@@ -96,8 +106,11 @@ class _Hyperscan:
 
     def hits(self, block: bytes) -> Hits:
         found: Hits = []
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:  # one a thread (engines are shared): a scan holds its scratch
+            scratch = self._local.scratch = self._module.Scratch(self._db)
         self._db.scan(block, match_event_handler=lambda pid, _f, end, _fl, _c:
-                      found.append((end, pid)))
+                      found.append((end, pid)), scratch=scratch)
         return found
 
 

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from minrepro.diagnose.extract.units import parse_duration_ms, parse_size
-from minrepro.diagnose.literals import LiteralSet
+from minrepro.diagnose.literals import LiteralSet, any_of
+from minrepro.diagnose.prefilter import SignalPrefilter
 from minrepro.diagnose.rules.pack import Rule, Signal
 from minrepro.model import Evidence, Finding, Line, ParamValue, Role, Severity
 
@@ -38,6 +39,7 @@ _MIN_TIMEOUT_S = 0.001
 PROSE_LINES = 5000
 _KEEP_HITS = 6  # evidence kept per signal
 _KEEP_LINES = 64  # hit line numbers kept per signal, first and last, for proximity checks
+_TIMED_OUT = object()
 
 
 @dataclass(slots=True)
@@ -68,58 +70,146 @@ class _SignalState:
         return self.first_lines + list(self.last_lines)
 
 
+#: rule index, signal index, the signal, its name, the test of its `requires` words
+Candidate = tuple[int, int, Signal, str, Callable[[str], bool] | None]
+_MEMO_LINES = 4096  # distinct line texts whose results a matcher keeps (progress bars repeat)
+_SLOW_LINE_S = 0.001  # a line whose searches took longer is searched again when repeated
+
+
+class _Plan:
+    """What a matcher derives from its rules, built once per rule set (a triage run
+    diagnoses thousands of logs with one): which signals a line's hints call for. The
+    signals of a set of hints are worked out once per set (a log's lines hold a few dozen
+    distinct sets); a signal's `requires` words are one compiled test."""
+
+    def __init__(self, rules: tuple[Rule, ...], builtin: frozenset[str] = frozenset()) -> None:
+        """`builtin`: ids of the rules whose searches the prefilter may spare."""
+        self.rules = rules
+        self.by_hint: dict[str, list[Candidate]] = {}
+        self.always: list[Candidate] = []
+        machine_hints: set[str] = set()
+        for r, rule in enumerate(rules):
+            for s, signal in enumerate(rule.signals):
+                test = any_of(signal.requires) if signal.requires else None
+                candidate = (r, s, signal, f"{rule.id}/{signal.name}", test)
+                for hint in signal.hints:
+                    self.by_hint.setdefault(hint, []).append(candidate)
+                    if signal.severity is not Severity.PROSE:
+                        machine_hints.add(hint)
+                if not signal.hints:
+                    self.always.append(candidate)
+        self.prefilter = SignalPrefilter(((r, s), signal) for r, rule in enumerate(rules)
+                                         if rule.id in builtin
+                                         for s, signal in enumerate(rule.signals))
+        self.all_hints = LiteralSet(self.by_hint)
+        self.machine_hints = LiteralSet(machine_hints)
+        self._candidates: dict[tuple[tuple[str, ...], bool], list[Candidate]] = {}
+
+    def candidates(self, lowered: str, prose: bool) -> list[Candidate]:
+        """The signals whose hints the line (lower-cased) holds, in the order they are tried;
+        their `requires` words are still to be tested."""
+        hints = tuple((self.all_hints if prose else self.machine_hints).present(lowered))
+        found = self._candidates.get((hints, prose))
+        if found is None:
+            found = []
+            done: set[tuple[int, int]] = set()
+            for hint in hints:
+                for candidate in self.by_hint[hint]:
+                    r, s, signal, _, _ = candidate
+                    if (r, s) in done or (not prose and signal.severity is Severity.PROSE):
+                        continue
+                    done.add((r, s))
+                    found.append(candidate)
+            found += self.always
+            if len(self._candidates) < _MEMO_LINES:
+                self._candidates[(hints, prose)] = found
+        return found
+
+
+_PLANS: dict[int, tuple[tuple[Rule, ...], _Plan]] = {}
+
+
+def _plan(rules: Iterable[Rule]) -> _Plan:
+    source = getattr(rules, "rules", None)  # a RuleSet: its tuple is the cache key
+    kept = tuple(rule for rule in (source if source is not None else rules) if rule.signals)
+    if not isinstance(source, tuple):
+        return _Plan(kept)
+    cached = _PLANS.get(id(source))
+    if cached is None or cached[0] is not source:
+        if len(_PLANS) > 8:
+            _PLANS.clear()
+        users: frozenset[str] = getattr(rules, "user_ids", frozenset())
+        builtin = frozenset(rule.id for rule in kept if rule.id not in users)
+        cached = _PLANS[id(source)] = (source, _Plan(kept, builtin))
+    return cached[1]
+
+
 class RuleMatcher:
     def __init__(self, rules: Iterable[Rule]) -> None:
-        self.rules = tuple(rule for rule in rules if rule.signals)  # checks have no patterns
+        self._plan = _plan(rules)
+        self.rules = self._plan.rules  # checks have no patterns
         self.timeouts: set[str] = set()  # signals switched off: too slow on this log
         self._spent: dict[str, float] = {}  # regex seconds per signal
         self._total = 0.0
         self._chars = 0  # text read so far: budgets grow with it
         self.exhausted = False  # the log's budget is spent: no more regexes on this log
         self._state: dict[tuple[int, int], _SignalState] = {}
-        self._by_hint: dict[str, list[tuple[int, int, Signal]]] = {}
-        self._always: list[tuple[int, int, Signal]] = []
-        machine_hints: set[str] = set()
-        for r, rule in enumerate(self.rules):
-            for s, signal in enumerate(rule.signals):
-                for hint in signal.hints:
-                    self._by_hint.setdefault(hint, []).append((r, s, signal))
-                    if signal.severity is not Severity.PROSE:
-                        machine_hints.add(hint)
-                if not signal.hints:
-                    self._always.append((r, s, signal))
-        self._all_hints = LiteralSet(self._by_hint)
-        self._machine_hints = LiteralSet(machine_hints)
+        # A line's outcome depends on its text alone (and whether prose is read): a text seen
+        # before replays its matches (progress bars, repeated warnings) without a regex. A
+        # line whose searches were slow is not kept: each copy of it pays, and spends the
+        # budgets, as a crafted log of many such lines must.
+        self._memo: tuple[dict[str, list], dict[str, list]] = ({}, {})
 
     def feed(self, line: Line) -> None:
         prose = line.line <= PROSE_LINES
-        self._chars += len(line.text)
+        text = line.text
+        self._chars += len(text)
+        memo = self._memo[prose]
+        outcome = memo.get(text)
+        if outcome is None:
+            outcome = self._run(line, prose)
+            if outcome is not None:
+                if len(memo) >= _MEMO_LINES:
+                    memo.clear()
+                memo[text] = outcome
+            return
+        for r, s, name, groups in outcome:  # as the searches would go, switched-off ones aside
+            if name not in self.timeouts and not self.exhausted and groups is not None:
+                self._state.setdefault((r, s), _SignalState()).add(line, groups)
+
+    def _run(self, line: Line, prose: bool) -> list | None:
+        """Search the line; (r, s, name, groups or None) of each signal searched, or None
+        when a search timed out or was slow (the outcome is then not to be replayed)."""
+        outcome: list | None = []
+        spent = self._total
         lowered = line.text.lower()
-        hints = (self._all_hints if prose else self._machine_hints).present(lowered)
-        if not hints and not self._always:
-            return
-        done: set[tuple[int, int]] = set()
-        for hint in hints:
-            for r, s, signal in self._by_hint[hint]:
-                if (r, s) in done or (not prose and signal.severity is Severity.PROSE):
-                    continue
-                done.add((r, s))
-                self._try(r, s, signal, line, lowered)
-        for r, s, signal in self._always:
-            self._try(r, s, signal, line, lowered)
+        prefilter = self._plan.prefilter
+        possible, checked = None, False
+        for r, s, signal, name, requires in self._plan.candidates(lowered, prose):
+            if (r, s) in prefilter.filtered:
+                if not checked:
+                    possible, checked = prefilter.possible(line.text), True
+                if possible is not None and (r, s) not in possible:
+                    continue  # it cannot match this line: no search
+            if requires is not None and not requires(lowered):
+                continue
+            if name in self.timeouts or self.exhausted:
+                continue  # a pattern that timed out once is off for the rest of the log
+            match = self._search(name, signal, line.text)
+            if match is _TIMED_OUT:
+                outcome = None
+                continue
+            found = cast("regex.Match[str] | None", match)
+            groups = None if found is None else {
+                k: v for k, v in found.groupdict().items() if v is not None}
+            prefilter.note((r, s), groups is not None)
+            if groups is not None:
+                self._state.setdefault((r, s), _SignalState()).add(line, groups)
+            if outcome is not None:
+                outcome.append((r, s, name, groups))
+        return None if self._total - spent > _SLOW_LINE_S else outcome
 
-    def _try(self, r: int, s: int, signal: Signal, line: Line, lowered: str) -> None:
-        if signal.requires and not any(word in lowered for word in signal.requires):
-            return
-        name = f"{self.rules[r].id}/{signal.name}"
-        if name in self.timeouts or self.exhausted:
-            return  # a pattern that timed out once is off for the rest of the log
-        match = self._search(name, signal, line.text)
-        if match:
-            groups = {k: v for k, v in match.groupdict().items() if v is not None}
-            self._state.setdefault((r, s), _SignalState()).add(line, groups)
-
-    def _search(self, name: str, signal: Signal, text: str) -> regex.Match[str] | None:
+    def _search(self, name: str, signal: Signal, text: str) -> regex.Match[str] | object | None:
         """The signal's search, bounded by what is left of its and the log's budget."""
         spent = self._spent.get(name, 0.0)
         signal_budget = SIGNAL_BUDGET_S + self._chars / 1e6 * SIGNAL_S_PER_MB
@@ -131,7 +221,7 @@ class RuleMatcher:
                                                            _MIN_TIMEOUT_S))
         except TimeoutError:
             self.timeouts.add(name)
-            return None
+            return _TIMED_OUT
         finally:
             cost = time.perf_counter() - started
             self._spent[name] = spent + cost

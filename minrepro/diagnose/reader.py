@@ -17,7 +17,7 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from minrepro.diagnose.scan import MANY_UPDATES, LineSelector
+from minrepro.diagnose.scan import EVERY_LINE, MANY_UPDATES, LineSelector
 from minrepro.errors import BadInputError, shown_path
 from minrepro.model import Line
 from minrepro.patterns import lazy
@@ -30,6 +30,12 @@ MAX_BLANK_RUN = 32
 _NUL_BLOCK = 16
 _LONG_LINE = 256  # shorter lines cannot hold a run long enough to cost anything
 _BLANK_RUN = lazy(rf"[ \t]{{{MAX_BLANK_RUN + 1},}}")
+#: The records of a physical line depend on its bytes alone: a line seen before (a progress
+#: bar, a repeated warning; in this log or an earlier one of a triage worker) is not decoded,
+#: cleaned and split again.
+_RECORDS: dict[bytes, list[tuple[int | None, str, bool]]] = {}
+_MEMO_BYTES = 1024  # lines up to this long are remembered
+_MEMO_LINES = 8192
 
 _RANK_PREFIX = lazy(
     r"^(?:\[\d+\]\s+)?"  # a line-number prefix some launchers add: "[80746] "
@@ -208,7 +214,13 @@ class LogReader:
             return number
         position = 0
         text_bytes = None if self.compressed else self.total_bytes
-        for start, end in self.selector.pick(block, text_bytes, final):
+        spans = self.selector.pick(block, text_bytes, final)
+        if spans is EVERY_LINE:
+            for raw in block.split(b"\n"):
+                yield from self._segments(raw, number)
+                number += 1
+            return number
+        for start, end in spans:
             number += block.count(b"\n", position, start)
             position = start
             yield from self._segments(block[start:end], number)
@@ -222,22 +234,36 @@ class LogReader:
         return pending, True
 
     def _segments(self, raw: bytes, number: int) -> Iterator[Line]:
+        records = _RECORDS.get(raw) if len(raw) <= _MEMO_BYTES else None
+        if records is None:
+            records = self._records_of(raw)
+            if len(raw) <= _MEMO_BYTES and (b"\r" not in raw or raw.count(b"\r") <= MANY_UPDATES):
+                if len(_RECORDS) >= _MEMO_LINES:
+                    _RECORDS.clear()
+                _RECORDS[raw] = records
+        for rank, text, truncated in records:
+            if truncated:
+                self.truncated_lines += 1
+            yield Line(line=number, text=text, rank=rank, truncated=truncated)
+
+    def _records_of(self, raw: bytes) -> list[tuple[int | None, str, bool]]:
+        """(rank, text, truncated) of each non-blank '\\r' segment of one physical line."""
         if b"\r" not in raw:
             segments: list[bytes] | tuple[bytes] = (raw,)
         elif self.selector is not None and raw.count(b"\r") > MANY_UPDATES:
             segments = self.selector.pick_updates(raw)
         else:
             segments = raw.split(b"\r")
+        records = []
         for segment in segments:
             truncated = len(segment) > self.max_line_bytes
             if truncated:
-                self.truncated_lines += 1
                 segment = segment[: self.max_line_bytes]
             text = _clean(segment)
-            if not text.strip():
-                continue
-            rank, text = split_rank(text)
-            yield Line(line=number, text=text, rank=rank, truncated=truncated)
+            if text.strip():
+                rank, text = split_rank(text)
+                records.append((rank, text, truncated))
+        return records
 
 
 def split_rank(text: str) -> tuple[int | None, str]:

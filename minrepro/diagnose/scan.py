@@ -30,6 +30,7 @@ SAMPLES_PER_BLOCK = 48
 MAX_HITS_PER_TRIGGER = 128  # occurrences of one trigger looked at per block (floods)
 KEEP_UPDATES = 16  # '\r' updates kept at each end of a line rewritten thousands of times
 MANY_UPDATES = 512  # a line with more '\r' updates than this is thinned like a block
+EVERY_LINE = None  # what `pick` returns for a block whose lines are all read
 # A hit's context goes on past CONTEXT_AFTER while the lines stay indented (a traceback's
 # frames, a report's body) and takes the first line after them (the exception), at most
 # this many lines more: a 40-frame traceback in the middle of a big log is read whole.
@@ -49,8 +50,10 @@ class LineSelector:
         self._engine: engines.Engine | None = None  # built on the first big block
         self.offset = 0  # bytes of the input seen before the current block
 
-    def pick(self, block: bytes, total: int | None, final: bool) -> Iterator[tuple[int, int]]:
-        """(start, end) byte spans of the chosen lines of `block` (lines split on b'\\n')."""
+    def pick(self, block: bytes, total: int | None, final: bool
+             ) -> Iterator[tuple[int, int]] | None:
+        """(start, end) byte spans of the chosen lines of `block` (lines split on b'\\n'), or
+        EVERY_LINE when all of them are (a small log, a block inside the head or tail)."""
         start_offset = self.offset
         self.offset += len(block) + 1
         full_until = max(0, HEAD_BYTES - start_offset)
@@ -58,12 +61,11 @@ class LineSelector:
         if total is not None and total <= HEAD_BYTES + TAIL_BYTES:
             full_until = len(block) + 1
         if full_until >= full_from or full_until > len(block):
-            yield from _all_spans(block)
-            return
+            return EVERY_LINE
         hits = {h: True for h in _thin(self._hits(block))}
         for sample in _samples(block):
             hits.setdefault(sample, False)  # a sample is one line, without context
-        yield from _spans(block, sorted(hits.items()), full_until, full_from)
+        return _spans(block, sorted(hits.items()), full_until, full_from)
 
     def _hits(self, block: bytes) -> engines.Hits:
         """(offset, which trigger) of every trigger occurrence in the block."""

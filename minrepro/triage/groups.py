@@ -148,11 +148,13 @@ def write_scripts(summary: Summary) -> int:
     minrepro.repro from the group's representative, under --out/scripts/; how many were
     written (a script already there is kept: the same fingerprint, the same failure)."""
     from minrepro.diagnose.pipeline import diagnose_log
+    from minrepro.diagnose.rules.registry import load_rules
     from minrepro.repro.render import has_template, render_repro, write_script
 
     folder = summary.store.out_dir / "scripts"
     folder.mkdir(exist_ok=True)
     written = 0
+    rules = load_rules()  # once, not once a group
     for digest, example, cause in list(summary.store.query(
             "SELECT u.fingerprint, MIN(u.path), r.cause FROM units u JOIN results r"
             " ON r.version = ? AND r.hash = u.hash GROUP BY u.fingerprint", (RESULT_VERSION,))):
@@ -160,7 +162,7 @@ def write_scripts(summary: Summary) -> int:
         if target.exists() or not cause or not has_template(cause):
             continue
         try:
-            write_script(render_repro(diagnose_log(example)), target, force=True)
+            write_script(render_repro(diagnose_log(example, rules=rules)), target, force=True)
             written += 1
         except MinreproError:  # the log changed or went away since: no script for it
             continue

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from minrepro.diagnose.pipeline import diagnose_log, make_selector
 from minrepro.diagnose.reader import LogReader
 from minrepro.diagnose.rules.registry import RuleSet, load_rules
-from minrepro.diagnose.scan import LineSelector
 from minrepro.errors import MinreproError, shown_path
 from minrepro.model import Diagnosis, FailureKind
 from minrepro.triage.fingerprint import signature
@@ -70,20 +69,19 @@ def read_error(path: str, err: OSError) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def _rules(rule_dirs: tuple[str, ...]) -> tuple[RuleSet, LineSelector]:
-    rules = load_rules(rule_dirs)
-    return rules, make_selector(rules)
+def _rules(rule_dirs: tuple[str, ...]) -> RuleSet:
+    return load_rules(rule_dirs)
 
 
 def diagnose_batch(batch: list[tuple[str, str]], rule_dirs: tuple[str, ...] = ()
                    ) -> list[LogRecord]:
     """Diagnose each (hash, path) of `batch`; a log that cannot be read gets its reason."""
-    rules, selector = _rules(rule_dirs)
+    rules = _rules(rule_dirs)
     records = []
     for digest, path in batch:
-        try:
+        try:  # a selector a log: it counts the bytes it has seen (the head is read in full)
             diagnosis = diagnose_log(path, rules=rules,
-                                     reader=LogReader(path, selector=selector))
+                                     reader=LogReader(path, selector=make_selector(rules)))
         except MinreproError as err:
             records.append(LogRecord(hash=digest, error=str(err)))
             continue

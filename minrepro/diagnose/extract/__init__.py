@@ -15,7 +15,7 @@ Each extractor class declares its words once, and everything else is derived fro
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
 from minrepro.diagnose.extract.cuda import CudaAssertExtractor, OomExtractor
@@ -31,7 +31,7 @@ from minrepro.diagnose.extract.metrics import MetricExtractor
 from minrepro.diagnose.extract.packages import PackageExtractor
 from minrepro.diagnose.extract.traceback import TracebackExtractor
 from minrepro.diagnose.extract.usage import UsageExtractor
-from minrepro.diagnose.literals import any_of
+from minrepro.diagnose.literals import LiteralSet
 from minrepro.model import Event, Line
 
 __all__ = [
@@ -57,6 +57,10 @@ __all__ = [
 EXTRACTOR_CLASSES = (TracebackExtractor, CudaAssertExtractor, OomExtractor, MetricExtractor,
                      LossScaleExtractor, NcclExtractor, WorkerKilledExtractor, EnvExtractor,
                      RunEndedExtractor, KillExtractor, UsageExtractor, PackageExtractor)
+
+
+_ROUTES = 1024  # sets of trigger words whose extractors are kept
+Feed = Callable[[Line], Sequence[Event]]
 
 
 class Extractor(Protocol):
@@ -95,23 +99,49 @@ def selection_words() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 class ExtractorSet:
     """Every extractor behind one test: a line holding none of their TRIGGERS is skipped
-    (one regex search instead of a call per extractor) unless a stateful one is busy."""
+    unless a stateful one is busy; else only the extractors whose TRIGGERS the line holds
+    are fed (one literal scan finds which; the others would return nothing), all of them
+    while a stateful one is busy."""
 
     def __init__(self, extractors: list[Extractor] | None = None) -> None:
         self.extractors = default_extractors() if extractors is None else extractors
-        self._feeds = [extractor.feed for extractor in self.extractors]
-        self._holds = any_of(w for e in self.extractors for w in e.TRIGGERS)
+        self._feeds: list[Feed] = [extractor.feed for extractor in self.extractors]
         self._stateful = [e for e in self.extractors if hasattr(e, "idle")]
+        self._triggers = LiteralSet((w for e in self.extractors for w in e.TRIGGERS),
+                                    fold_case=False)
+        self._by_word: dict[str, list[int]] = {}
+        for index, extractor in enumerate(self.extractors):
+            for word in extractor.TRIGGERS:
+                self._by_word.setdefault(word, []).append(index)
+        self._routes: dict[tuple[str, ...], list[Feed]] = {}
 
     def feed(self, line: Line) -> list[Event]:
-        if not self._holds(line.text) and all(e.idle for e in self._stateful):
-            return []
+        feeds: list[Feed] | None
+        if all(e.idle for e in self._stateful):
+            words = tuple(self._triggers.present(line.text))
+            if not words:
+                return []
+            feeds = self._routes.get(words)
+            if feeds is None:
+                feeds = self._route(words)
+            if "\\n" in line.text:  # an escaped traceback may hold none of its extractor's words
+                feeds = self._feeds
+        else:
+            feeds = self._feeds
         events: list[Event] = []
-        for feed in self._feeds:
+        for feed in feeds:
             found = feed(line)
             if found:
                 events.extend(found)
         return events
+
+    def _route(self, words: tuple[str, ...]) -> list[Feed]:
+        chosen = sorted({index for word in words for index in self._by_word[word]})
+        feeds = [self._feeds[index] for index in chosen]
+        if len(self._routes) >= _ROUTES:
+            self._routes.clear()
+        self._routes[words] = feeds
+        return feeds
 
     def close(self) -> list[Event]:
         return [event for extractor in self.extractors for event in extractor.close()]

@@ -123,15 +123,20 @@ class MetricExtractor:
             if row is not None:
                 return row
             self._columns = None  # the table ended
-        if not _may_hold_metrics(text):
+        parsed = _PARSED.get(text)
+        if parsed is None:
+            parsed = _parse_line(text)
+            if len(_PARSED) >= _PARSED_LINES:
+                _PARSED.clear()
+            _PARSED[text] = parsed
+        if isinstance(parsed, list):
+            self._columns = parsed
             return ()
-        columns = _table_header(text)
-        if columns is not None:
-            self._columns = columns
+        if parsed is _NO_RECORD:
             return ()
-        record = parse_metrics(text, line)
-        if record is None:
-            return ()
+        assert isinstance(parsed, MetricRecord)
+        record = MetricRecord(line=line.line, values=parsed.values, step=parsed.step,
+                              rank=line.rank, series=parsed.series)
         return (self._in_block(record, text, line),)
 
     def _in_block(self, record: MetricRecord, text: str, line: Line) -> MetricRecord:
@@ -149,6 +154,25 @@ class MetricExtractor:
 
     def close(self) -> Sequence[MetricRecord]:
         return ()
+
+
+_NO_RECORD = object()
+#: What a line's text alone says (a table's header, a record, or nothing), by text: progress
+#: bars and repeated lines are parsed once per process (a triage worker sees many logs).
+_PARSED: dict[str, object] = {}
+_PARSED_LINES = 8192
+_NO_LINE = Line(line=0, text="")
+
+
+def _parse_line(text: str) -> object:
+    """A table's column names, a MetricRecord (line 0, no rank) or _NO_RECORD."""
+    if not _may_hold_metrics(text):
+        return _NO_RECORD
+    columns = _table_header(text)
+    if columns is not None:
+        return columns
+    record = parse_metrics(text, _NO_LINE)
+    return _NO_RECORD if record is None else record
 
 
 def _cells(text: str) -> list[str]:

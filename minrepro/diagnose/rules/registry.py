@@ -27,6 +27,7 @@ class RuleSet:
     """Every rule by id, in a fixed order: built-in files, analyzer checks, user packs."""
 
     rules: tuple[Rule, ...]
+    user_ids: frozenset[str] = frozenset()  # the rules of the user's packs
 
     def __iter__(self) -> Iterator[Rule]:
         return iter(self.rules)
@@ -73,7 +74,7 @@ def load_rules(extra_dirs: Iterable[str | Path] = (), *, eager: bool = False) ->
                                     " in another rule pack")
             users[rule.id] = rule.source
             rules += (rule,)
-    return RuleSet(rules)
+    return RuleSet(rules, frozenset(users))
 
 
 def analyzer_rules(builtin: Iterable[Rule]) -> tuple[Rule, ...]:
