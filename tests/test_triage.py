@@ -8,6 +8,7 @@ import os
 import random
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -223,3 +224,38 @@ def test_a_batch_diagnoses_each_big_log_as_diagnose_does(tmp_path: Path) -> None
     batch = diagnose_batch([(str(i), p) for i, p in enumerate(paths)])
     alone = [to_record(str(i), diagnose_log(p)) for i, p in enumerate(paths)]
     assert batch == alone
+
+
+def test_first_and_last_seen_come_from_the_logs_dates(tmp_path: Path) -> None:
+    """A failure line dated by the log sets when its group was seen; a log without dates
+    falls back to the file's mtime."""
+    crash = ("{day} 03:00:00,000 - INFO - step 10 loss 2.1\n"
+             "{day} 03:00:05,000 - ERROR - Traceback (most recent call last):\n"
+             '  File "train.py", line 9, in <module>\n'
+             "    cfg['optimizer']\n"
+             "KeyError: 'optimizer'\n")
+    for name, day in (("a.log", "2026-11-02"), ("b.log", "2026-11-20")):
+        (tmp_path / name).write_text(crash.format(day=day))
+    undated = tmp_path / "c.log"
+    undated.write_text(crash.format(day="").replace(" 03:00", "03:00"))
+    os.utime(undated, (1_700_000_000, 1_700_000_000))
+    _, groups, _, _ = triage([tmp_path / "a.log", tmp_path / "b.log"], tmp_path / "out")
+    (group, _), = groups.values()
+    assert time.strftime("%Y-%m-%d", time.gmtime(group.first_seen)) == "2026-11-02"
+    assert time.strftime("%Y-%m-%d", time.gmtime(group.last_seen)) == "2026-11-20"
+    _, groups, _, _ = triage([undated], tmp_path / "out2")
+    (group, _), = groups.values()
+    assert group.first_seen == 1_700_000_000
+
+
+def test_as_epoch_inverts_the_ordering_stamp() -> None:
+    import calendar
+
+    from minrepro.diagnose.failures import as_epoch, timestamp
+
+    for text in ("2024-01-01 00:00:00", "2024-02-29 23:59:59.5", "2023-12-31 12:00:00",
+                 "2025-07-31 08:15:00", "2024-12-01 00:00:00"):
+        date, clock = text.split()
+        expected = calendar.timegm(time.strptime(text.split(".")[0], "%Y-%m-%d %H:%M:%S"))
+        assert as_epoch(timestamp(text)) == expected + (0.5 if "." in clock else 0.0), date
+    assert as_epoch(timestamp("I0315 12:00:00.000000 main.cc:1] x")) is None

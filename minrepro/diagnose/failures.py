@@ -17,6 +17,7 @@ Of the rest, the earliest wins: by timestamp where both lines carry one, else by
 
 from __future__ import annotations
 
+import datetime
 import re
 from dataclasses import dataclass, replace
 
@@ -203,6 +204,30 @@ def _order_key(failures: list[Failure]):  # noqa: ANN202 - a sort key
     if all(t is not None for t in stamps) and len({t > _DATED for t in stamps}) == 1:  # type: ignore[operator]
         return lambda f: (f.timestamp, f.first_line)
     return lambda f: f.first_line
+
+
+def as_epoch(stamp: float | None) -> float | None:
+    """The Unix time of a dated `timestamp()` (one with a year; the log's clock read as UTC),
+    for first/last-seen dates; None for glog's year-less stamps."""
+    if stamp is None or stamp <= _DATED:
+        return None
+    whole, fraction = divmod(stamp, 1.0)
+    rest, second = divmod(int(whole), 60)
+    rest, minute = divmod(rest, 60)
+    rest, hour = divmod(rest, 24)
+    months, day = divmod(rest, 31)  # timestamp()'s radices: day 1..31 and month 1..12 carry
+    year, month = divmod(months, 12)
+    if day == 0:
+        months, day = months - 1, 31
+        year, month = divmod(months, 12)
+    if month == 0:
+        year, month = year - 1, 12
+    try:
+        moment = datetime.datetime(year, month, day, hour, minute, second,
+                                   tzinfo=datetime.timezone.utc)
+    except ValueError:  # "2024-02-31" in a log: no such day
+        return None
+    return moment.timestamp() + fraction
 
 
 def timestamp(text: str) -> float | None:

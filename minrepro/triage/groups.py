@@ -3,8 +3,9 @@
 A job of several rank logs counts once: its failure is the first failing rank's (a rank
 whose failure is its own before one that failed because another did, then the earliest log
 timestamp, then the lowest rank), the others are its cascade. Each group says how many
-failures it holds, their share, root class, first and last seen (file mtime), example logs,
-one representative's evidence, and the repro (or check) script written for it.
+failures it holds, their share, root class, first and last seen (the failure's date in the
+log, else the file's mtime), example logs, one representative's evidence, and the repro (or
+check) script written for it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from minrepro.diagnose.failures import as_epoch
 from minrepro.errors import MinreproError
 from minrepro.model import RootClass
 from minrepro.triage.inputs import rank_of
@@ -55,7 +57,8 @@ def resolve_jobs(store: Store) -> None:
         if not readable:
             continue
         path, mtime, record = min(readable, key=_first_failure_key)
-        store.add_unit(job, path, record.hash, mtime, record.fingerprint)
+        seen = as_epoch(record.stamp) or mtime  # when it failed, by the log's clock if it has one
+        store.add_unit(job, path, record.hash, seen, record.fingerprint)
     store.commit()
 
 
