@@ -121,8 +121,9 @@ _OTHER_PROCESS = lazy(r"Process \d+ has [\d.]+ [GM]iB memory in use|"
 def root_of_cause(best: Finding, rule: Rule | None, context: Context) -> RootClass | None:
     """The usual root class of the cause (its rule's), unless the evidence names another."""
     root = rule.root if rule is not None and rule.root is not None else ROOT_OF.get(best.cause)
-    if rule is not None and best.variant in dict(rule.variant_roots):
-        return dict(rule.variant_roots)[best.variant]
+    by_variant = dict(rule.variant_roots) if rule is not None else {}
+    if best.variant in by_variant:
+        return by_variant[best.variant]
     if best.cause == "cuda_oom" and any(_OTHER_PROCESS.search(e.text) for e in best.evidence):
         return RootClass.ENVIRONMENT
     return root

@@ -17,7 +17,7 @@ Of the rest, the earliest wins: by timestamp where both lines carry one, else by
 
 from __future__ import annotations
 
-import datetime
+import calendar
 import re
 from dataclasses import dataclass, replace
 
@@ -34,7 +34,7 @@ from minrepro.model import (
 from minrepro.patterns import lazy
 
 MAX_CANDIDATES = 24
-_DATED = 1e9  # timestamps with a year are above this, glog's (month, day, time) below
+_DATED = 1e9  # Unix times of dated lines are above this, glog's (month, day, time) below
 MAX_CASCADE = 8
 _WRAPPED = lazy(r"Caught \w+ in (?:DataLoader worker process|replica) \d+")
 _CASCADE_TEXT = lazy(
@@ -207,37 +207,21 @@ def _order_key(failures: list[Failure]):  # noqa: ANN202 - a sort key
 
 
 def as_epoch(stamp: float | None) -> float | None:
-    """The Unix time of a dated `timestamp()` (one with a year; the log's clock read as UTC),
-    for first/last-seen dates; None for glog's year-less stamps."""
-    if stamp is None or stamp <= _DATED:
-        return None
-    whole, fraction = divmod(stamp, 1.0)
-    rest, second = divmod(int(whole), 60)
-    rest, minute = divmod(rest, 60)
-    rest, hour = divmod(rest, 24)
-    months, day = divmod(rest, 31)  # timestamp()'s radices: day 1..31 and month 1..12 carry
-    year, month = divmod(months, 12)
-    if day == 0:
-        months, day = months - 1, 31
-        year, month = divmod(months, 12)
-    if month == 0:
-        year, month = year - 1, 12
-    try:
-        moment = datetime.datetime(year, month, day, hour, minute, second,
-                                   tzinfo=datetime.timezone.utc)
-    except ValueError:  # "2024-02-31" in a log: no such day
-        return None
-    return moment.timestamp() + fraction
+    """The Unix time of a `timestamp()` with a year (the log's clock read as UTC), for
+    first/last-seen dates; None for glog's year-less stamps."""
+    return stamp if stamp is not None and stamp > _DATED else None
 
 
 def timestamp(text: str) -> float | None:
-    """Seconds of the date-time a log line starts with (ISO or glog), for ordering only."""
+    """Seconds of the date-time a log line starts with: for an ISO date the Unix time (the
+    clock read as UTC), for glog's year-less stamp seconds into the year (ordering only)."""
     found = _ISO_TIME.search(text[:80])
     if found:
         year, month, day, hour, minute, second = (int(g) for g in found.groups()[:6])
         fraction = float("0." + found[7]) if found[7] else 0.0
-        return ((((year * 12 + month) * 31 + day) * 24 + hour) * 60 + minute) * 60 + second \
-            + fraction
+        if not 1 <= month <= 12:
+            return None  # no date: `2024-13-01` is no time of day to order by
+        return calendar.timegm((year, month, day, hour, minute, second)) + fraction
     found = _GLOG_TIME.search(text[:80])
     if found:
         month, day, hour, minute, second = (int(g) for g in found.groups()[:5])

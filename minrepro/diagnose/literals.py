@@ -49,9 +49,26 @@ def _emit(node: dict) -> str:
 # literals costs as much as testing a few hundred short lines one word at a time, so a short
 # log (and the start of every log) never pays for it.
 NAIVE_CALLS = 256
-
-
 TRIE_LINES = 4000  # then a hyperscan scanner, where installed, is built and used
+
+
+class _TrieWhenDue:
+    """A set of literals' compiled trie, once it pays: at once where this process already
+    has it, else after `naive_calls` texts its user tested word by word."""
+
+    def __init__(self, words: tuple[str, ...], naive_calls: int) -> None:
+        self.words = words
+        self.naive_left = naive_calls
+
+    def pattern(self) -> re.Pattern[str] | None:
+        """The trie, or None: test this text word by word."""
+        found = _TRIES.get(self.words)
+        if found is None:
+            if self.naive_left > 0:
+                self.naive_left -= 1
+                return None
+            found = _compiled_trie(self.words)
+        return found
 
 
 class LiteralSet:
@@ -63,7 +80,7 @@ class LiteralSet:
         self.words = tuple(sorted({w.lower() if fold_case else w for w in words if w}))
         self._present: Callable[[str], list[str]] | None = _SCANNERS.get(self.words)
         self._pattern: re.Pattern[str] | None = None  # compiled after naive_calls texts
-        self._naive_left = naive_calls
+        self._trie = _TrieWhenDue(self.words, naive_calls)
         self._trie_left = TRIE_LINES
         # Each word under its shortest prefix that is itself a word: the trie finds that prefix
         # wherever the word starts, so only the words of that bucket need a startswith there.
@@ -82,12 +99,9 @@ class LiteralSet:
         if self._present is not None:
             return self._present(text)
         if self._pattern is None:
-            self._pattern = _TRIES.get(self.words)
-        if self._pattern is None:
-            if self._naive_left > 0:
-                self._naive_left -= 1
+            self._pattern = self._trie.pattern()
+            if self._pattern is None:
                 return [word for word in self.words if word in text]
-            self._pattern = _compiled_trie(self.words)
         self._trie_left -= 1
         if self._trie_left < 0:
             self._present = _scanner(self.words) or self._trie_present
@@ -174,17 +188,14 @@ def any_of(words: Iterable[str], naive_calls: int = NAIVE_CALLS) -> Callable[[st
         word = kept[0]
         return lambda text: word in text
     search: list[Callable[[str], re.Match[str] | None]] = []
-    naive_left = [naive_calls]
-    key = tuple(kept)
+    trie = _TrieWhenDue(tuple(kept), naive_calls)
 
     def holds(text: str) -> bool:
-        if not search and key in _TRIES:
-            search.append(_TRIES[key].search)
         if not search:
-            if naive_left[0] > 0:
-                naive_left[0] -= 1
+            pattern = trie.pattern()
+            if pattern is None:
                 return any(word in text for word in kept)
-            search.append(_compiled_trie(key).search)
+            search.append(pattern.search)
         return search[0](text) is not None
 
     return holds

@@ -31,7 +31,7 @@ class RootRule:
     fix: str
     types: tuple[str, ...] = ()  # exception short names (any, when empty)
     message: str = ""  # a regex the message (first lines) must match ("" : any)
-    raised_in: str = ANY  # user | library | caller | import | any
+    raised_in: str = ANY  # user | library | caller | called | import | any
     in_worker: bool | None = None  # raised inside a DataLoader worker (None: either)
     unless: str = ""  # a regex that, found, rules this rule out
     scope: str = "all"  # where `message` looks: "all" (headline + traceback) or "raise"

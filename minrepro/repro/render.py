@@ -55,6 +55,7 @@ from typing import Any
 import jinja2
 import yaml
 
+from minrepro.diagnose.rules.files import TEMPLATES as PACK_TEMPLATES
 from minrepro.errors import RenderError, shown_path
 from minrepro.files import write_atomic
 from minrepro.model import Diagnosis, Evidence
@@ -124,7 +125,7 @@ def pack_template_dirs(packs: Iterable[str | os.PathLike[str]]) -> tuple[Path, .
     found = []
     for pack in packs:
         path = Path(pack)
-        folder = (path if path.is_dir() else path.parent) / "templates"
+        folder = (path if path.is_dir() else path.parent) / PACK_TEMPLATES
         if folder.is_dir() and folder not in found:
             found.append(folder)
     return tuple(found)

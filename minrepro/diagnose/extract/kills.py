@@ -28,8 +28,7 @@ from minrepro.patterns import lazy
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # torchrun: `failed (exitcode: -9) local_rank: 0 (pid: ...)`, and since torch 2.2 `failed
     # (exitcode: -9) for binary located at /.../python with local_rank: 0 (process ID: ...)`
-    (lazy(r"failed \(exitcode: (-?\d+)\)(?: local_rank: (\d+)|[^\n]{0,400}? with local_rank: "
-          r"(\d+))"), "exitcode"),
+    (lazy(r"failed \(exitcode: (-?\d+)\)(?: |[^\n]{0,400}? with )local_rank: (\d+)"), "exitcode"),
     # DeepSpeed's launcher: `[launch.py:434:sigkill_handler] [...] exits with return code = -9`
     (lazy(r"exits with return code = (-\d+)()"), "exitcode"),
     (lazy(r"Signal (\d+) \((SIG\w+)\) received by PID"), "signal"),
@@ -62,8 +61,7 @@ class KillExtractor:
             match = pattern.search(text)
             if match is None:
                 continue
-            given = (match[2] or match.groups()[-1]) if how == "exitcode" else None
-            rank = parse_int(given) if given else line.rank
+            rank = parse_int(match[2]) if how == "exitcode" and match[2] else line.rank
             key = (f"{how}:{match[1] if how in ('exitcode', 'signal') else ''}", rank)
             if key in self._seen:
                 return ()
