@@ -143,3 +143,21 @@ def test_diagnose_never_imports_torch() -> None:
     result = subprocess.run([sys.executable, "-c", code, str(SAMPLE)], capture_output=True,
                             timeout=60, cwd=ROOT)
     assert result.returncode == 0, result.stderr.decode()
+
+
+def test_a_named_command_runs_on_an_app_of_that_command_alone() -> None:
+    from minrepro.cli import app, app_for
+
+    slim = app_for(["diagnose", "run.log"])
+    assert [c.callback.__name__ for c in slim.registered_commands] == ["diagnose"]
+    assert slim.registered_callback is app.registered_callback  # --version still works
+    assert len(app.registered_commands) > 1  # the shared app itself is left whole
+    for args in ([], ["--help"], ["--version"], ["diagnos"], ["-x", "diagnose"]):
+        assert app_for(args) is app
+
+
+def test_help_and_errors_read_the_same_on_the_one_command_app() -> None:
+    help_ = run("diagnose", "--help")
+    assert help_.returncode == 0 and b"diagnose [OPTIONS] [LOG]" in help_.stdout
+    assert_one_line_error(run("diagnose", "--bogus"), 2, "see `minrepro diagnose --help`")
+    assert_one_line_error(run("diagnos", "x.log"), 2, "Did you mean 'diagnose'")

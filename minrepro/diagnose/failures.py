@@ -51,7 +51,7 @@ _ISO_TIME = lazy(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\
 _GLOG_TIME = lazy(r"\b[IWEF](\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})")
 
 
-@dataclass
+@dataclass(eq=False)
 class _Candidate:
     failure: Failure
     role: str  # "failure" | "wrapper" | "cascade"

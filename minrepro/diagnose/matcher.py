@@ -42,7 +42,7 @@ _KEEP_LINES = 64  # hit line numbers kept per signal, first and last, for proxim
 _TIMED_OUT = object()
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Hit:
     line: int
     rank: int | None
@@ -50,7 +50,7 @@ class _Hit:
     groups: dict[str, str]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _SignalState:
     count: int = 0
     hits: list[_Hit] = field(default_factory=list)

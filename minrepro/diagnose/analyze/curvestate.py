@@ -38,7 +38,7 @@ PASS_RESTARTS = 4
 MAX_RUNS = 4  # runs kept of a series that restarted (the last ones)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Pass:
     """The pass being read: enough to make one point of it."""
 

@@ -10,7 +10,7 @@ CAPACITY = 512  # decimated points kept over the whole run
 TAIL = 64  # most recent points, kept exactly
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Point:
     line: int
     value: float
@@ -18,7 +18,7 @@ class Point:
     text: str = ""  # the log line, kept (capped) for evidence
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Series:
     """Feed values in order; memory stays O(CAPACITY + TAIL) however long the run."""
 

@@ -32,7 +32,7 @@ _MAX_CODE_LINES = 12
 _MAX_JUPYTER_NOISE = 60
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Partial:
     """A traceback being read: frames first, then (once `exc_type` is set) its message."""
 
