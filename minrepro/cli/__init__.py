@@ -27,6 +27,10 @@ except ImportError:  # pragma: no cover - older typer, on click itself
 __all__ = ["ExitCode", "app", "main"]
 
 
+def _name_of(command: typer.models.CommandInfo) -> str:
+    return command.name or str(getattr(command.callback, "__name__", ""))
+
+
 def app_for(args: list[str]) -> typer.Typer:
     """The app holding only the command that `args` name, when they name one: typer builds
     every registered command's click parameters on each run (~12 ms for all eleven, a tenth of
@@ -34,7 +38,7 @@ def app_for(args: list[str]) -> typer.Typer:
     does not know (so its "No such command" and listing stay typer's)."""
     name = args[0] if args else ""
     chosen = [c for c in app.registered_commands
-              if typer.main.get_command_name(c.name or getattr(c.callback, "__name__", "")) == name]
+              if typer.main.get_command_name(_name_of(c)) == name]
     if not chosen or name.startswith("-"):
         return app
     slim = copy.copy(app)
