@@ -201,3 +201,11 @@ def test_loss_climbing_back_from_its_minimum_is_divergence() -> None:
     rows = [{"loss": v, "learning_rate": 2e-5} for v in losses]
     finding = curve(rows)["lr_divergence"]
     assert dict(finding.params)["learning_rate"] == 2e-5 and finding.evidence[0].line == 5
+
+
+def test_a_loss_scale_that_regrows_between_reductions_is_healthy() -> None:
+    """fairseq prints only the new scale: a reduction to above the last low means it grew."""
+    analyzer = LossScaleAnalyzer()
+    for number, scale in enumerate([128.0, 64.0, 32.0, 16.0, 8.0, 16.0, 16.0, 8.0, 16.0], 1):
+        analyzer.feed(LossScaleEvent(line=number, scale_to=scale), Line(number, "x"))
+    assert analyzer.findings() == []

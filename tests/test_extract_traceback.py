@@ -303,3 +303,51 @@ def test_a_log_records_bare_exception_header_is_not_an_exception_of_its_own() ->
                 "    if self.use_amp:\n"
                 "AttributeError: 'Separation' object has no attribute 'use_amp'\n\n")
     assert [t.exc_type for t in found] == ["AttributeError"]
+
+
+def test_a_traceback_whose_newlines_were_lost_in_the_paste_keeps_its_exception() -> None:
+    """GitHub renders an unfenced traceback as one paragraph: header, frames, code and the
+    exception run together on one line."""
+    found = run("`Traceback (most recent call last):   File \"/srv/LOMO/train.py\", line 181, in"
+                " <module>     train()   File \"/srv/LOMO/utils.py\", line 381, in get_loss"
+                "     loss = loss_fct(logits.view(4096, -1), RuntimeError: shape '[4096, -1]' is"
+                " invalid for input of size 117504000`\n")
+    assert [(t.exc_type, t.message) for t in found] == [
+        ("RuntimeError", "shape '[4096, -1]' is invalid for input of size 117504000")]
+    assert found[0].frames[-1].code == "loss = loss_fct(logits.view(4096, -1),"
+
+
+def test_a_traceback_cut_at_an_assert_statement_is_an_assertion_error() -> None:
+    cut = run('File ".../site-packages/deepspeed/runtime/zero/stage3.py", line 525, in defragment\n'
+              "    assert len(set(t.dtype for t in tensors)) == 1\n")
+    assert [t.exc_type for t in cut] == ["AssertionError"]
+    other = run('  File "/srv/train.py", line 5, in main\n    loss.backward()\n')
+    assert [t.exc_type for t in other] == [""]  # cut elsewhere: the type is not known
+
+
+def test_a_code_line_a_pager_cut_at_its_dollar_sign_continues_on_the_next_line() -> None:
+    found = run('  File "train.py", line 727, in main\n'
+                "    n_iters = one_epoch(model, criterion, opt, config, train_datalo$\n"
+                "der, device, epoch, is_train=True, master=ma$\n"
+                "ter, writer=writer)\n"
+                '  File "train.py", line 398, in one_epoch\n'
+                "    total_loss.backward()\n"
+                "RuntimeError: NCCL communicator was aborted.\n")
+    assert [(t.exc_type, len(t.frames)) for t in found] == [("RuntimeError", 2)]
+
+
+def test_old_torch_worker_reraise_names_the_workers_exception_type() -> None:
+    """torch < 1.1: `raise Exception("KeyError:" + batch.exc_msg)` and the worker's traceback."""
+    found = run("Traceback (most recent call last):\n"
+                '  File "train.py", line 215, in train\n'
+                "    for datum in data_loader:\n"
+                '  File "/env/dist-packages/torch/utils/data/dataloader.py", line 606, in _next\n'
+                '    raise Exception("KeyError:" + batch.exc_msg)\n'
+                "Exception: KeyError:Traceback (most recent call last):\n"
+                '  File "/env/dist-packages/torch/utils/data/_utils/worker.py", line 99, in _loop\n'
+                "    samples = collate_fn([dataset[i] for i in batch_indices])\n"
+                '  File "/srv/yolact/data/coco.py", line 126, in pull_item\n'
+                "    file_name = self.coco.loadImgs(img_id)[0]['file_name']\n")
+    assert [t.exc_type for t in found] == ["Exception", ""]
+    assert found[0].message.startswith("KeyError:Traceback")
+    assert len(found[1].frames) == 2

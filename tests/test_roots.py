@@ -82,6 +82,25 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
     ("AttributeError: 'LlamaConfig' object has no attribute 'rope_theta'\n", "environment"),
     ("main.py: error: 'Configuration check failed :: No action for destination key "
      "\"trainer.process_position\" to check its value.'\n", "config"),
+    # a tensor op in the user's own code refused its inputs; a CUDA error there decides nothing
+    (tb(USER, exc="RuntimeError: shape '[4096, -1]' is invalid for input of size 117504000"),
+     "code"),
+    (tb(USER, exc="RuntimeError: cudnn RNN backward can only be called in training mode"), "code"),
+    (tb(USER, exc="RuntimeError: Found NVIDIA GeForce GTX 1080 Ti which is too old to be "
+                  "supported by the triton GPU compiler"), "environment"),
+    (tb(USER, exc="RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:957, invalid usage, NCCL "
+                  "version 21.0.3\nncclInvalidUsage: This usually reflects invalid usage of NCCL"
+                  " library"), "config"),
+    # None read from the launcher's args: a setting left unset
+    (tb(("/env/lib/python3.7/dist-packages/accelerate/commands/launch.py", "simple_launcher",
+         "mixed_precision = PrecisionType(args.mixed_precision.lower())"),
+        exc="AttributeError: 'NoneType' object has no attribute 'lower'"), "config"),
+    (tb(USER, ("/env/lib/python3.8/site-packages/peft/tuners/lora.py",
+               "mark_only_lora_as_trainable", "raise NotImplementedError"),
+        exc="NotImplementedError"), "config"),
+    # a COCO annotation file without its 'categories'
+    (tb(USER, ("/env/lib/python3.6/dist-packages/pycocotools/coco.py", "getCatIds",
+               "cats = self.dataset['categories']"), exc="KeyError: 'categories'"), "data"),
 ])
 def test_root_from_where_it_was_raised(log: str, root: str) -> None:
     diagnosis = diagnose(log)
@@ -152,3 +171,17 @@ def test_variant_roots_must_name_a_variant_of_the_rule(tmp_path) -> None:  # noq
     pack.write_text(NEW_CAUSE_RULE.replace("signals:", "variant_roots:\n  nope: code\nsignals:"))
     with pytest.raises(RulePackError, match="variant_roots.nope: no signal of this rule"):
         load_rules([pack])
+
+
+@pytest.mark.parametrize("log", [
+    tb(USER, exc="RuntimeError: CUDA error: an illegal memory access was encountered"),
+    tb(USER, exc="RuntimeError: NCCL communicator was aborted."),
+    tb(("/srv/app/train.py", "train", "out = model(batch.to(device))"),
+       ("/env/lib/python3.8/site-packages/transformers/trainer.py", "train", "x = cfg.lr"),
+       exc="AttributeError: 'NoneType' object has no attribute 'shape'"),  # not a setting read
+    tb(USER, ("/env/lib/python3.8/site-packages/transformers/trainer.py", "train",
+              "return self._data[key]"), exc="KeyError: 'labels'"),  # not a data-format library
+])
+def test_evidence_that_does_not_decide_leaves_the_root_to_other_rules(log: str) -> None:
+    diagnosis = diagnose(log)
+    assert diagnosis.rule_id not in ("MR-ROOT-057", "MR-ROOT-059", "MR-ROOT-061"), diagnosis.rule_id

@@ -89,7 +89,8 @@ def _undiagnosed(merged: list[Finding], alternatives: tuple[Alternative, ...],
     root_rule = root_of(first) if first is not None else None
     last = context.failures[-1] if context.failures else None
     if first is not None:
-        seen = f"what failed first: {first.headline or first.message}"
+        seen = ("what failed first: "
+                + (first.headline or first.message or "a traceback cut before its exception line"))
     elif last is not None:
         headline = last.headline
         seen = (f"the log ends in {headline}" if headline

@@ -37,6 +37,9 @@ MAX_CANDIDATES = 24
 _DATED = 1e9  # Unix times of dated lines are above this, glog's (month, day, time) below
 MAX_CASCADE = 8
 _WRAPPED = lazy(r"Caught \w+ in (?:DataLoader worker process|replica) \d+")
+# torch < 1.1 re-raised a worker's exception as `Exception: KeyError:Traceback (most recent
+# call last):`, the worker's traceback below: the original type leads the message
+_OLD_WRAPPED = lazy(r"^([A-Z]\w*(?:Error|Exception|Interrupt)):\s*Traceback \(most recent")
 _CASCADE_TEXT = lazy(
     r"Watchdog caught collective|NCCL communicator was aborted|Some NCCL operations have "
     r"failed|ProcessGroupNCCL|DistBackendError|Connection reset by peer|Broken pipe|"
@@ -76,7 +79,7 @@ class FailureLog:
             if found:
                 self.root_rank = int(found[1])
             role = "wrapper"
-        elif _WRAPPED.search(text.splitlines()[0] if text else ""):
+        elif _WRAPPED.search(text.splitlines()[0] if text else "") or _OLD_WRAPPED.match(text):
             role = "wrapper"  # its original traceback is printed next
         elif (self._chained.get(tb.rank) or "Exception ignored in" in before
               or _CASCADE_TEXT.search(text)):
@@ -162,15 +165,19 @@ class FailureLog:
             first = failures[0]
         elif whole:
             first = min(whole, key=_order_key(whole))
-        elif failures:
-            first = min(failures, key=_order_key(failures))
+        elif failures and (typed := _typed_by_wrapper(
+                min(failures, key=_order_key(failures)), others)).exc_type:
+            first = typed
         else:
+            # only cascades, wrappers, or tracebacks cut before their exception line: a whole
+            # cascade says more than a cut traceback (the same exception re-printed, cut)
             cascades = [c.failure for c in self.candidates if c.role == "cascade"]
             wrappers = [c.failure for c in self.candidates if c.role == "wrapper"]
-            pool = cascades or wrappers
+            pool = cascades or wrappers or failures
             if not pool:
                 return None, (), False
             first = min(pool, key=_order_key(pool))
+            failures = [f for f in failures if f is first]
         rest = [f for f in failures + others if f is not first]
         rest.sort(key=lambda f: f.first_line)
         return _typed_by_wrapper(first, others), tuple(rest[:MAX_CASCADE]), bool(failures)
@@ -183,8 +190,11 @@ def _typed_by_wrapper(failure: Failure, others: list[Failure]) -> Failure:
     if failure.exc_type or failure.kind is not FailureKind.EXCEPTION:
         return failure
     above = [f for f in others if f.rank == failure.rank and f.line <= failure.first_line
-             and f.exc_type and _WRAPPED.search(f.message)]
-    return replace(failure, exc_type=above[-1].exc_type) if above else failure
+             and f.exc_type and (_WRAPPED.search(f.message) or _OLD_WRAPPED.match(f.message))]
+    if not above:
+        return failure
+    old_style = _OLD_WRAPPED.match(above[-1].message)
+    return replace(failure, exc_type=old_style[1] if old_style else above[-1].exc_type)
 
 
 def _kill_role(event: ProcessKilled) -> str:

@@ -36,6 +36,7 @@ class RootRule:
     unless: str = ""  # a regex that, found, rules this rule out
     scope: str = "all"  # where `message` looks: "all" (headline + traceback) or "raise"
     # (headline + the code line that raised: a traceback's other lines name cfg and args)
+    packages: tuple[str, ...] = ()  # the package it was raised in is one of these (any: ())
 
     def matches(self, failure: Failure, text: str, in_worker: bool) -> bool:
         short = failure.exc_type.rsplit(".", 1)[-1]
@@ -44,6 +45,9 @@ class RootRule:
         if self.in_worker is not None and self.in_worker != in_worker:
             return False
         if not self._raised_where(failure):
+            return False
+        if self.packages and (failure.library_frame is None
+                              or failure.library_frame.package not in self.packages):
             return False
         if self.unless and re.search(self.unless, text):
             return False
@@ -152,7 +156,9 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "Install a torch build for this driver and GPU (see pytorch.org/get-started).",
              message=r"(?i)CUDA driver version is insufficient|no kernel image|"
                      r"driver on your system is too old|Found no NVIDIA driver|"
-                     r"Torch not compiled with CUDA enabled|libcudart"),
+                     r"Torch not compiled with CUDA enabled|libcudart|"
+                     r"too old to be supported|CUDA capability sm_\d+ is not compatible|"
+                     r"only supports devices of CUDA Capability"),
     RootRule("MR-ROOT-008", E, "A CUDA runtime or library (cuDNN, cuBLAS) call failed",
              "Check that the torch build fits the driver and GPU (python -m "
              "torch.utils.collect_env); try CUDNN off (torch.backends.cudnn.enabled = False) "
@@ -253,6 +259,11 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "CPU build): init_process_group('gloo'), or the framework's backend setting.",
              message=r"Distributed package doesn't have \w+ built in|"
                      r"(?:NCCL|MPI|UCC) backend is not available"),
+    RootRule("MR-ROOT-058", C, "NCCL refused how the job uses it (ncclInvalidUsage)",
+             "Give each rank its own GPU (torch.cuda.set_device(local_rank) before "
+             "init_process_group; one process a GPU), and make every rank call the same "
+             "collectives in the same order.",
+             message=r"ncclInvalidUsage|NCCL error[^\n]*invalid usage"),
     RootRule("MR-ROOT-052", C, "DDP saw a parameter's gradient twice in one step "
              "(reentrant checkpointing or shared weights with unused-parameter detection)",
              "Use non-reentrant gradient checkpointing (gradient_checkpointing_kwargs="
@@ -272,6 +283,11 @@ ROOT_RULES: tuple[RootRule, ...] = (
                      r"\bdoes not match(?:es)? the\b",
              scope="raise"),
     # code: raised in the user's or the repo's own code
+    RootRule("MR-ROOT-059", C, "A setting was left unset (None) where the code needs a value",
+             "Give the setting the raising line reads (a command-line flag, a config key, or "
+             "the launcher's config: `accelerate config`).", types=("AttributeError", "TypeError"),
+             message=r"'NoneType' object has no attribute '(\w+)'[\s\S]*\b(?:args|opts?|cfg|"
+                     r"config|conf|hparams|training_args)(?:\.\w+)+\.\1\b", scope="raise"),
     RootRule("MR-ROOT-039", None, "A value was None where an object was expected",
              "None comes from a setting not given, a file that failed to load (cv2.imread), "
              "or the code: look at where the value was made.", types=("AttributeError",
@@ -293,7 +309,8 @@ ROOT_RULES: tuple[RootRule, ...] = (
                      r"integer) tensors can be converted|a Tensor with \d+ elements cannot be "
                      r"converted to Scalar|Boolean value of Tensor with more than one (?:value|"
                      r"element) is ambiguous|Can't call numpy\(\) on Tensor that requires grad|"
-                     r"can't convert (?:cuda|CUDA|mps)[^\n]{0,40}to numpy"),
+                     r"can't convert (?:cuda|CUDA|mps)[^\n]{0,40}to numpy|"
+                     r"backward can only be called in training mode"),
     RootRule("MR-ROOT-043", K, "A custom autograd Function returns the wrong gradients",
              "Return one gradient per input of forward (None for inputs that need none), "
              "each shaped like its input.",
@@ -336,6 +353,19 @@ ROOT_RULES: tuple[RootRule, ...] = (
     # last: a library refusing what the user's code handed it (a value of the wrong kind, a
     # name registered twice, an eval-mode module asked for a backward); settings, versions and
     # data that explain such a refusal are the rules above
+    RootRule("MR-ROOT-060", C, "A library does not implement the option or combination asked "
+             "for", "Read the raising frame: pick a setting the library supports for this model "
+             "(or a release that adds it).", types=("NotImplementedError",), raised_in=LIBRARY),
+    RootRule("MR-ROOT-061", D, "A data file lacks a key its format needs (an annotation or "
+             "table column)", "Check the data file against the format the loader expects "
+             "(COCO json: images, annotations, categories; the CSV's column names).",
+             types=("KeyError",), packages=("pycocotools", "pandas", "lvis")),
+    RootRule("MR-ROOT-057", K, "A tensor operation in the training code refused its inputs",
+             "Read the innermost frame of your code: the shapes, dtypes or values it passes do "
+             "not fit the operation.", types=("RuntimeError",), raised_in=USER,
+             unless=r"(?i)CUDA|NCCL|cuDNN|CUBLAS|illegal memory|launch failure|out of memory|"
+                    r"DataLoader worker|gloo|distributed|timed? ?out|connection|socket|"
+                    r"ProcessGroup|c10d|HIP|MPS"),
     RootRule("MR-ROOT-055", K, "A library refused what the code handed it",
              "Read the innermost frame of your code in the traceback and the library's message: "
              "the value, type or call it passes does not fit what the library takes.",

@@ -40,11 +40,12 @@ def failure_summary(diagnosis: Diagnosis) -> str | None:
     if failure is None:
         return None
     who = f"rank {failure.rank} failed first: " if failure.rank is not None else ""
-    what = failure.exc_type or failure.message
+    what = failure.exc_type or failure.message or "a traceback cut before its exception line"
     where = " in a DataLoader worker" if _in_worker(failure) else ""
     frame = failure.user_frame
     if frame is not None:
-        where += f" at {_basename(frame.file)}:{frame.line} in {frame.function}"
+        function = f" in {frame.function}" if frame.function not in (None, "None", "") else ""
+        where += f" at {_basename(frame.file)}:{frame.line}{function}"
     library = failure.library_frame
     if library is not None and library.package:
         where += f" (raised in {library.package})"

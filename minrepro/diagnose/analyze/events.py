@@ -119,7 +119,9 @@ class LossScaleAnalyzer:
     def _lower(self, scale: float | None, start: float | None, line: Line,
                at_minimum: bool) -> None:
         self.at_minimum |= at_minimum
-        if start is not None and self.lowest is not None and start > self.lowest:
+        # a reduction from above an earlier low, or to above it (fairseq prints only the new
+        # scale), means the scale grew back in between
+        if self.lowest is not None and max(start or 0.0, scale or 0.0) > self.lowest:
             self.recovered = True
         if scale is not None and (self.lowest is None or scale < self.lowest):
             self.lowest = scale

@@ -47,6 +47,7 @@ class _Partial:
     message: list[str] = field(default_factory=list)
     message_chars: int = 0
     vscode: bool = False  # VS Code's debugger: type, message, then frames innermost first
+    wrapped: bool = False  # the last line ended in a pager's `$`: the next one continues it
 
     def add_frame(self, frame: Frame) -> None:
         if len(self.frames) >= MAX_FRAMES:
@@ -80,7 +81,7 @@ class _Partial:
         if self.exc_type is None and not self.frames:
             return None
         return Traceback(
-            exc_type=self.exc_type or "",
+            exc_type=self.exc_type or self._implied_type(),
             message="\n".join(self.message).strip("\n"),
             line=self.exc_line or self.last_line,
             first_line=self.first_line,
@@ -88,10 +89,31 @@ class _Partial:
             frames=tuple(reversed(self.frames)) if self.vscode else tuple(self.frames),
         )
 
+    def _implied_type(self) -> str:
+        """A traceback cut before its exception line: AssertionError where the frame it
+        stopped in is an `assert` statement (Python raises nothing else there), else ""."""
+        code = self.frames[-1].code if self.frames and not self.vscode else None
+        return "AssertionError" if code and _ASSERT.match(code) else ""
+
+
+def _add_frames(partial: _Partial, frames: list[Frame], line: int, *,
+                flattened: bool = False) -> None:
+    """Add a line's frames. Where the line held several (or the header too), its newlines
+    were lost in the paste (`Traceback (...): File "a.py", line 3, in f  g()  KeyError: 'x'`)
+    and the exception may follow the last frame's code on the same line."""
+    for frame in frames:
+        partial.add_frame(frame)
+    code = frames[-1].code if frames and (flattened or len(frames) > 1) else None
+    found = pylines.exception_anywhere(code) if code else None
+    if code and found is not None:
+        partial.set_code(None, code[: code.find(found[0] + ":")].strip())
+        partial.start_message(found[0], found[1], line)
+
 
 # VS Code's debugger, pasted into many reports: `Exception has occurred: RuntimeError`, the
 # message, then the frames innermost first
 _VSCODE = lazy(r"Exception has occurred: ([A-Za-z_][\w.]*)$")
+_ASSERT = lazy(r"assert\b")
 TRIGGERS = ("Error", "Exception", "Traceback", '", line ', "Interrupt", "Exit", "Failure",
             "StopIteration")
 _may_start = any_of(TRIGGERS)
@@ -169,14 +191,13 @@ class TracebackExtractor:
             partial = _Partial(first_line=number, last_line=number)
             partial.jupyter = pylines.jupyter_header(text) is not None
             self._partial[line.rank] = partial
-            for frame in pylines.frames_in(text.split(pylines.HEADER, 1)[1]):
-                partial.add_frame(frame)
+            _add_frames(partial, pylines.frames_in(text.split(pylines.HEADER, 1)[1]), number,
+                        flattened=True)
             return
         frames = pylines.frames_in(text) if '", line ' in text else []
         if frames:
             partial = _Partial(first_line=number, last_line=number)
-            for frame in frames:
-                partial.add_frame(frame)
+            _add_frames(partial, frames, number)
             self._partial[line.rank] = partial
             return
         vscode = _VSCODE.match(text.strip())
@@ -189,12 +210,21 @@ class TracebackExtractor:
     def _in_frames(self, partial: _Partial, text: str, line: Line,
                    events: list[Traceback]) -> None:
         stripped = text.strip()
-        if pylines.HEADER in text or pylines.chain_kind(text):
-            self._abandon(line, events)
+        wrapped, partial.wrapped = partial.wrapped, stripped.endswith("$")
+        if wrapped and partial.spare_lines < _MAX_CODE_LINES and '", line ' not in text:
+            partial.spare_lines += 1  # the rest of a line `less -S` or nano cut at its `$`
+        elif pylines.HEADER in text or pylines.chain_kind(text):
+            found = pylines.exception_at_start(text)
+            if found is not None and pylines.HEADER in found[1] and partial.frames:
+                # torch < 1.1 re-raised a worker's exception with its traceback appended:
+                # `Exception: KeyError:Traceback (most recent call last):`
+                partial.start_message(found[0], found[1], line.line)
+                self._finish(line.rank)
+            else:
+                self._abandon(line, events)
             self._step(text, line, events)
         elif '", line ' in text and (frames := pylines.frames_in(text)):
-            for frame in frames:
-                partial.add_frame(frame)
+            _add_frames(partial, frames, line.line)
         elif (found := pylines.exception_at_start(text)) is not None and (
                 ":" in text or partial.frames):
             partial.start_message(found[0], found[1], line.line)
