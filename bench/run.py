@@ -69,19 +69,21 @@ def bench_size(mib: int, repeat: int) -> dict:
             "cause": cause_of(runs[0][2])}
 
 
-def startup(repeat: int = 7) -> tuple[float, float]:
+def startup(repeat: int = 21) -> tuple[float, float]:
     """Median wall time of `diagnose` on a 2-line log and of `import typer`, both with their
     bytecode cached as an installed package has it (pip compiles on install; an editable
-    install under PYTHONDONTWRITEBYTECODE=1 would recompile minrepro on every run, ~30 ms)."""
+    install under PYTHONDONTWRITEBYTECODE=1 would recompile minrepro on every run, ~30 ms).
+    The two alternate, run by run, so that a machine slowing down or speeding up mid-way
+    (a VM's neighbours, a CPU's clock) weighs on both alike."""
     OUT.mkdir(exist_ok=True)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "minrepro")], check=True)
     tiny = OUT / "two_lines.log"
     tiny.write_text("epoch 1 loss 2.3\nepoch 2 loss 2.1\n")
-    ours = statistics.median(timed([sys.executable, "-m", "minrepro", "diagnose", str(tiny)])[0]
-                             for _ in range(repeat))
-    typer = statistics.median(timed([sys.executable, "-c", "import typer"])[0]
-                              for _ in range(repeat))
-    return ours, typer
+    ours, typer = [], []
+    for _ in range(repeat):
+        ours.append(timed([sys.executable, "-m", "minrepro", "diagnose", str(tiny)])[0])
+        typer.append(timed([sys.executable, "-c", "import typer"])[0])
+    return statistics.median(ours), statistics.median(typer)
 
 
 def machine() -> str:

@@ -98,6 +98,11 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
     (tb(USER, ("/env/lib/python3.8/site-packages/peft/tuners/lora.py",
                "mark_only_lora_as_trainable", "raise NotImplementedError"),
         exc="NotImplementedError"), "config"),
+    (tb(USER, exc="RuntimeError: NCCL error in: DataChannelNccl.cpp:600, unhandled cuda error"),
+     "environment"),
+    (tb(USER, ("/env/lib/python3.10/site-packages/transformers/trainer.py", "train",
+               'raise ValueError(f"Can\'t find a valid checkpoint at {resume_from_checkpoint}")'),
+        exc="ValueError: Can't find a valid checkpoint at out/checkpoint-8000"), "config"),
     # a COCO annotation file without its 'categories'
     (tb(USER, ("/env/lib/python3.6/dist-packages/pycocotools/coco.py", "getCatIds",
                "cats = self.dataset['categories']"), exc="KeyError: 'categories'"), "data"),

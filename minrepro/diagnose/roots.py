@@ -259,6 +259,17 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "CPU build): init_process_group('gloo'), or the framework's backend setting.",
              message=r"Distributed package doesn't have \w+ built in|"
                      r"(?:NCCL|MPI|UCC) backend is not available"),
+    RootRule("MR-ROOT-062", E, "NCCL failed in a CUDA or system call on this machine "
+             "(driver, NCCL build, shared memory, network interfaces)",
+             "Run with NCCL_DEBUG=INFO to see the failing call; check the driver and NCCL "
+             "versions match the torch build, give the container more shared memory "
+             "(--shm-size / --ipc=host), and set NCCL_SOCKET_IFNAME to the right interface.",
+             message=r"unhandled (?:cuda|system) error|ncclUnhandledCudaError|ncclSystemError"),
+    RootRule("MR-ROOT-063", C, "The checkpoint to resume from or load is not where the run "
+             "looks", "Point the resume / checkpoint setting at an existing checkpoint folder "
+             "(one holding the weights and trainer state), or leave it unset to start fresh.",
+             message=r"(?i)can't find a valid checkpoint|no (?:valid )?checkpoints? (?:found|"
+                     r"exists?)|checkpoint[^\n]{0,60}(?:not found|does not exist)"),
     RootRule("MR-ROOT-058", C, "NCCL refused how the job uses it (ncclInvalidUsage)",
              "Give each rank its own GPU (torch.cuda.set_device(local_rank) before "
              "init_process_group; one process a GPU), and make every rank call the same "
