@@ -351,3 +351,11 @@ def test_old_torch_worker_reraise_names_the_workers_exception_type() -> None:
     assert [t.exc_type for t in found] == ["Exception", ""]
     assert found[0].message.startswith("KeyError:Traceback")
     assert len(found[1].frames) == 2
+
+
+def test_a_jupyter_traceback_cut_before_its_exception_line_has_the_headers_type() -> None:
+    found = run("FileNotFoundError                         Traceback (most recent call last)\n"
+                "~\\anaconda3\\lib\\site-packages\\ultralytics\\engine\\trainer.py in __init__"
+                "(self, cfg)\n"
+                "--> 133                 self.data = check_det_dataset(self.args.data)\n")
+    assert [t.exc_type for t in found] == ["FileNotFoundError"]

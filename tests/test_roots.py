@@ -103,6 +103,11 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
     (tb(USER, ("/env/lib/python3.10/site-packages/transformers/trainer.py", "train",
                'raise ValueError(f"Can\'t find a valid checkpoint at {resume_from_checkpoint}")'),
         exc="ValueError: Can't find a valid checkpoint at out/checkpoint-8000"), "config"),
+    (tb(USER, ("/env/lib/python3.8/site-packages/git/repo/base.py", "__init__",
+               "raise InvalidGitRepositoryError(epath)"),
+        exc="git.exc.InvalidGitRepositoryError: /content/repo"), "config"),
+    (tb(USER, ("/env/lib/python3.8/site-packages/torch/utils/data/dataloader.py", "__next__",
+               "raise StopIteration"), exc="StopIteration"), "code"),
     # a COCO annotation file without its 'categories'
     (tb(USER, ("/env/lib/python3.6/dist-packages/pycocotools/coco.py", "getCatIds",
                "cats = self.dataset['categories']"), exc="KeyError: 'categories'"), "data"),

@@ -270,6 +270,10 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "(one holding the weights and trainer state), or leave it unset to start fresh.",
              message=r"(?i)can't find a valid checkpoint|no (?:valid )?checkpoints? (?:found|"
                      r"exists?)|checkpoint[^\n]{0,60}(?:not found|does not exist)"),
+    RootRule("MR-ROOT-064", C, "The run records its git commit but is not run from inside "
+             "a git checkout", "Run from the repository's clone (not a copied or downloaded "
+             "folder), or turn the commit logging off in the config.",
+             types=("InvalidGitRepositoryError", "NoSuchPathError", "GitCommandError")),
     RootRule("MR-ROOT-058", C, "NCCL refused how the job uses it (ncclInvalidUsage)",
              "Give each rank its own GPU (torch.cuda.set_device(local_rank) before "
              "init_process_group; one process a GPU), and make every rank call the same "
@@ -380,7 +384,8 @@ ROOT_RULES: tuple[RootRule, ...] = (
     RootRule("MR-ROOT-055", K, "A library refused what the code handed it",
              "Read the innermost frame of your code in the traceback and the library's message: "
              "the value, type or call it passes does not fit what the library takes.",
-             types=("ValueError", "AssertionError", "TypeError"), raised_in=CALLED),
+             types=("ValueError", "AssertionError", "TypeError", "StopIteration"),
+             raised_in=CALLED),
     RootRule("MR-ROOT-040", K, "An error in the training code itself",
              "Read the innermost frame of your code in the traceback: the bug is there.",
              types=("TypeError", "AttributeError", "NameError", "UnboundLocalError",

@@ -40,6 +40,7 @@ class _Partial:
     last_line: int
     frames: list[Frame] = field(default_factory=list)
     jupyter: bool = False
+    header_type: str = ""  # Jupyter's header names the type: `KeyError    Traceback (most ...`
     expect_code: bool = False
     spare_lines: int = 0
     exc_type: str | None = None
@@ -90,8 +91,11 @@ class _Partial:
         )
 
     def _implied_type(self) -> str:
-        """A traceback cut before its exception line: AssertionError where the frame it
-        stopped in is an `assert` statement (Python raises nothing else there), else ""."""
+        """A traceback cut before its exception line: the type Jupyter's header named, or
+        AssertionError where the frame it stopped in is an `assert` statement (Python raises
+        nothing else there), else ""."""
+        if self.header_type:
+            return self.header_type
         code = self.frames[-1].code if self.frames and not self.vscode else None
         return "AssertionError" if code and _ASSERT.match(code) else ""
 
@@ -189,7 +193,8 @@ class TracebackExtractor:
         number = line.line
         if pylines.HEADER in text:
             partial = _Partial(first_line=number, last_line=number)
-            partial.jupyter = pylines.jupyter_header(text) is not None
+            partial.header_type = pylines.jupyter_header(text) or ""
+            partial.jupyter = bool(partial.header_type)
             self._partial[line.rank] = partial
             _add_frames(partial, pylines.frames_in(text.split(pylines.HEADER, 1)[1]), number,
                         flattened=True)
