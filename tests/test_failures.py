@@ -279,3 +279,34 @@ def test_no_mixed_precision_advice_to_a_run_already_in_bf16() -> None:
                     + traceback(oom, "train.py"))
     assert plain.cause == bf16.cause == "cuda_oom"
     assert "mixed precision" in plain.fix and "mixed precision" not in bf16.fix
+
+
+def test_a_background_threads_exception_is_not_what_failed() -> None:
+    """`Exception in thread Thread-1:` (a tensorboard writer's queue): the thread died, the
+    process trained on; the main process's error later is the failure. Copies of the thread's
+    exception printed over each other count with it."""
+    thread = ("Exception in thread Thread-1:\n"
+              "Traceback (most recent call last):\n"
+              '  File "/env/lib/python3.10/threading.py", line 1016, in _bootstrap_inner\n'
+              "    self.run()\n"
+              '  File "/env/lib/python3.10/multiprocessing/connection.py", line 136, in '
+              "_check_closed\n"
+              '    raise OSError("handle is closed")\n'
+              "OSError: handle is closed\n"
+              "OSError: handle is closed\n")
+    later = traceback("RuntimeError: permute(sparse_coo): number of dimensions in the tensor "
+                      "input does not match", "/srv/gait/model.py")
+    diagnosis = diagnose(thread + "step 10 loss 0.5\n" + later)
+    assert diagnosis.failure.exc_type == "RuntimeError"
+    assert [f.exc_type for f in diagnosis.cascade].count("OSError") == 2
+
+
+def test_crashed_launches_before_a_session_that_finished_are_history() -> None:
+    crashed = traceback("FileNotFoundError: [Errno 2] No such file or directory: 'yolox_s.pth'",
+                        "/srv/yolox/tools/train.py")
+    session = "".join(f"epoch {e} iter {i} loss {2.0 - e * 0.1 - i * 0.01:.3f}\n"
+                      for e in range(1, 4) for i in range(1, 5))
+    log = session + crashed + session + "Training of experiment is done and the best AP is 90.0\n"
+    assert diagnose(log).failure is None
+    unfinished = session + crashed + session  # a restart that did not say it finished
+    assert diagnose(unfinished).failure is not None

@@ -108,6 +108,15 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
         exc="git.exc.InvalidGitRepositoryError: /content/repo"), "config"),
     (tb(USER, ("/env/lib/python3.8/site-packages/torch/utils/data/dataloader.py", "__next__",
                "raise StopIteration"), exc="StopIteration"), "code"),
+    (tb(USER, ("/srv/yolov7/utils/general.py", "check_dataset",
+               "raise Exception('Dataset not found.')"), exc="Exception: Dataset not found."),
+     "config"),
+    (tb(("/srv/x3d/train.py", "class_to_list", "l = [int(element) for element in l]"),
+        exc="ValueError: invalid literal for int() with base 10: '1.1'"), "data"),
+    (tb(USER, ("/env/lib/python3.12/site-packages/torch/functional.py", "einsum",
+               "return _VF.einsum(equation, operands)"),
+        exc="RuntimeError: einsum(): fewer operands were provided than specified in the "
+            "equation"), "code"),
     # a COCO annotation file without its 'categories'
     (tb(USER, ("/env/lib/python3.6/dist-packages/pycocotools/coco.py", "getCatIds",
                "cats = self.dataset['categories']"), exc="KeyError: 'categories'"), "data"),

@@ -82,8 +82,9 @@ class FailureLog:
         elif _WRAPPED.search(text.splitlines()[0] if text else "") or _OLD_WRAPPED.match(text):
             role = "wrapper"  # its original traceback is printed next
         elif (self._chained.get(tb.rank) or "Exception ignored in" in before
-              or _CASCADE_TEXT.search(text)):
-            role = "cascade"
+              or _CASCADE_TEXT.search(text) or _in_thread(tb, before)
+              or self._seen_as_cascade(failure)):
+            role = "cascade"  # (a background thread's exception: the process went on)
         else:
             role = "failure"
         self._chained[tb.rank] = tb.chained is not None
@@ -91,6 +92,12 @@ class FailureLog:
             if self._merge_into_assert(failure):
                 return
         self._add(failure, role)
+
+    def _seen_as_cascade(self, failure: Failure) -> bool:
+        """Another copy of an exception just taken as a cascade (threads printing over each
+        other leave copies with some of their frames, or none)."""
+        return any(c.role == "cascade" and c.failure.headline == failure.headline
+                   for c in self.candidates[-16:])
 
     def add_event(self, event: CudaAssert | WorkerKilled | NcclTimeout | ProcessKilled
                   | UsageError, text: str) -> None:
@@ -142,7 +149,7 @@ class FailureLog:
                 return True
         return False
 
-    def resolve(self, went_on_until: int = 0, restarts: tuple[int, ...] = ()
+    def resolve(self, went_on_until: int = 0, restarts: tuple[int, ...] = (), ended: int = 0
                 ) -> tuple[Failure | None, tuple[Failure, ...], bool]:
         """(the first failure, what followed from it, whether it is a failure of its own
         rather than only a cascade or a wrapper: nothing better was found).
@@ -150,7 +157,11 @@ class FailureLog:
         `went_on_until`: the line of the last training record. An error the run went on
         training after (a batch-size finder's OOM, a caught exception) is no failure, unless
         training started over after it (`restarts`: lines where the step counter went back,
-        a new session appended to the same log): then it ended its session."""
+        a new session appended to the same log): then it ended its session, unless the
+        last session said it finished (`ended`: the line of its "Training ... done", after
+        the last training records): earlier sessions' crashes are then history."""
+        if 0 < went_on_until <= ended:
+            restarts = ()
         self.candidates = [c for c in self.candidates if c.failure.line >= went_on_until
                            or any(line > c.failure.line for line in restarts)]
         failures = [c.failure for c in self.candidates if c.role == "failure"]
@@ -181,6 +192,13 @@ class FailureLog:
         rest = [f for f in failures + others if f is not first]
         rest.sort(key=lambda f: f.first_line)
         return _typed_by_wrapper(first, others), tuple(rest[:MAX_CASCADE]), bool(failures)
+
+
+def _in_thread(tb: Traceback, before: str) -> bool:
+    """Raised in a thread other than the main one (Python's `Exception in thread X:`, frames
+    from threading's bootstrap): the thread died, the process did not."""
+    return "Exception in thread " in before or any(
+        frame.function == "_bootstrap_inner" for frame in tb.frames[:3])
 
 
 def _typed_by_wrapper(failure: Failure, others: list[Failure]) -> Failure:

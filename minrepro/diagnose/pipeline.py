@@ -185,7 +185,8 @@ def diagnose_lines(lines: Iterable[Line], *, rules: RuleSet | None = None,
     went_on = collector.metric_lines[0] if len(collector.metric_lines) == _WENT_ON else 0
     shape = LogShape(lines=collector.lines, last_metric_line=collector.last_metric_line,
                      ended_line=collector.ended_line, went_on_after=went_on)
-    first, cascade, genuine = collector.failure_log.resolve(went_on, collector.restarts())
+    first, cascade, genuine = collector.failure_log.resolve(went_on, collector.restarts(),
+                                                            collector.ended_line)
     context = Context(source=source, env=collector.env, failures=failures,
                       loss_curve=curve.loss_curve() if curve else (), warnings=tuple(notes),
                       first_failure=first, cascade=cascade, first_is_failure=genuine,

@@ -73,6 +73,12 @@ class RootRule:
         return True
 
 
+# a RuntimeError that says this is no tensor operation refusing its inputs: the GPU, the
+# runtime, the network, a worker (other rules, or none, decide those)
+_NOT_A_TENSOR_OP = (r"(?i)CUDA|NCCL|cuDNN|CUBLAS|illegal memory|launch failure|out of memory|"
+                    r"DataLoader worker|gloo|distributed|timed? ?out|connection|socket|"
+                    r"ProcessGroup|c10d|HIP|MPS|INTERNAL ASSERT")
+
 C, D, K, E, F, H = (RootClass.CONFIG, RootClass.DATA, RootClass.CODE, RootClass.ENVIRONMENT,
                     RootClass.FRAMEWORK, RootClass.HARDWARE)
 
@@ -375,12 +381,27 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "table column)", "Check the data file against the format the loader expects "
              "(COCO json: images, annotations, categories; the CSV's column names).",
              types=("KeyError",), packages=("pycocotools", "pandas", "lvis")),
+    RootRule("MR-ROOT-065", C, "A file, folder or dataset the run was told to use is not "
+             "there", "Check the path in the config or command line (relative paths resolve "
+             "from the directory the job starts in).",
+             types=("Exception", "RuntimeError", "ValueError", "AssertionError", "OSError",
+                    "KeyError"),
+             message=r"(?i)\b(?:dataset|data|file|folder|path|directory|dir|weights?|model|"
+                     r"checkpoint|config)\b[^\n]{0,60}\b(?:not (?:be )?found|does not exist|"
+                     r"doesn't exist|not exist)", scope="raise"),
+    RootRule("MR-ROOT-066", D, "A value in the data is not in the form the code parses",
+             "Find the sample or annotation holding the value the message quotes and fix it "
+             "(or parse it the way the data writes it).", types=("ValueError",),
+             message=r"invalid literal for int\(\) with base \d+|could not convert string to "
+                     r"float", scope="raise"),
     RootRule("MR-ROOT-057", K, "A tensor operation in the training code refused its inputs",
              "Read the innermost frame of your code: the shapes, dtypes or values it passes do "
              "not fit the operation.", types=("RuntimeError",), raised_in=USER,
-             unless=r"(?i)CUDA|NCCL|cuDNN|CUBLAS|illegal memory|launch failure|out of memory|"
-                    r"DataLoader worker|gloo|distributed|timed? ?out|connection|socket|"
-                    r"ProcessGroup|c10d|HIP|MPS"),
+             unless=_NOT_A_TENSOR_OP),
+    RootRule("MR-ROOT-067", K, "A torch operation the training code called refused its inputs",
+             "Read the innermost frame of your code: the shapes, operands or values it passes "
+             "do not fit the torch call.", types=("RuntimeError",), raised_in=CALLED,
+             packages=("torch",), unless=_NOT_A_TENSOR_OP),
     RootRule("MR-ROOT-055", K, "A library refused what the code handed it",
              "Read the innermost frame of your code in the traceback and the library's message: "
              "the value, type or call it passes does not fit what the library takes.",

@@ -233,7 +233,8 @@ _may_worker = any_of(WorkerKilledExtractor.TRIGGERS)
 # --- the run's own word that it finished ---------------------------------------------------
 
 _FINISHED = lazy(
-    r"(?i)\btraining (?:is |has )?(?:complete|completed|finished|done|ended)\b"
+    r"(?i)\btraining(?: of (?:the )?(?:experiment|run|job|model))? (?:is |has )?(?:been )?"
+    r"(?:complete|completed|finished|done|ended)\b"
     r"|\bfinished training\b|\btrain(?:ing)? (?:job )?finished\b|'train_runtime'|\"train_runtime\""
     r"|\bexits successfully\b|\bTotal training time\b|\bOverall training speed\b"
     r"|max_epochs=\d+` reached|\bmax_steps=\d+` reached")
