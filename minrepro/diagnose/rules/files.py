@@ -121,8 +121,11 @@ TEMPLATES = "templates"  # a pack's repro templates (and their specs) live here,
 def rule_files(directory: Path) -> list[Path]:
     """Every `*.yaml` and `*.yml` file below `directory`, in a stable order (a `templates/`
     folder's specs are not rules)."""
-    found = [*directory.rglob("*.yaml"), *directory.rglob("*.yml")]
-    return sorted(p for p in found if TEMPLATES not in p.relative_to(directory).parts[:-1])
+    found = []
+    for folder, subfolders, names in os.walk(directory):  # one walk (two rglobs cost 2x)
+        subfolders[:] = [name for name in subfolders if name != TEMPLATES]
+        found += [Path(folder, name) for name in names if name.endswith((".yaml", ".yml"))]
+    return sorted(found)
 
 
 def _fingerprint(paths: Iterable[Path]) -> str:
