@@ -179,8 +179,8 @@ class LogReader:
             cut = chunk.rfind(b"\n")  # `pending` holds no newline: only the chunk can
             if cut < 0:
                 pending += chunk
-            else:  # one copy of the block, not three (4 MiB blocks, 256 to a GiB)
-                block = pending + chunk[:cut] if pending else chunk[:cut]
+            else:  # one copy of the block, not two (4 MiB blocks, 256 to a GiB)
+                block = b"".join((pending, memoryview(chunk)[:cut]))
                 pending = chunk[cut + 1:]
                 if held is not None:
                     number = yield from self._block(held, number, final=False)
