@@ -1,0 +1,67 @@
+"""A root rule: which failures it matches (exception type, message, where it was raised) and
+the root class it gives them. The table of rules is `roots.py`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from minrepro.model import Failure, RootClass
+
+USER, LIBRARY, ANY = "user", "library", "any"
+# the user's own call: raised in the user's code, in a library's __getattr__ (an attribute the
+# user's code asked a library object for: `model.forward_train` on a DDP wrapper), or where no
+# frame was printed
+CALLER = "caller"
+CALLED = "called"  # raised inside a library that the user's own code called (a user frame above)
+IMPORT = "import"  # raised while an installed package was being imported (its module body)
+
+
+@dataclass(frozen=True)
+class RootRule:
+    id: str
+    root: RootClass | None  # None: this evidence does not decide, stop looking
+    title: str
+    fix: str
+    types: tuple[str, ...] = ()  # exception short names (any, when empty)
+    message: str = ""  # a regex the message (first lines) must match ("" : any)
+    raised_in: str = ANY  # user | library | caller | called | import | any
+    in_worker: bool | None = None  # raised inside a DataLoader worker (None: either)
+    unless: str = ""  # a regex that, found, rules this rule out
+    scope: str = "all"  # where `message` looks: "all" (headline + traceback) or "raise"
+    # (headline + the code line that raised: a traceback's other lines name cfg and args)
+    packages: tuple[str, ...] = ()  # the package it was raised in is one of these (any: ())
+
+    def matches(self, failure: Failure, text: str, in_worker: bool) -> bool:
+        short = failure.exc_type.rsplit(".", 1)[-1]
+        if self.types and short not in self.types:
+            return False
+        if self.in_worker is not None and self.in_worker != in_worker:
+            return False
+        if not self._raised_where(failure):
+            return False
+        if self.packages and (failure.library_frame is None
+                              or failure.library_frame.package not in self.packages):
+            return False
+        if self.unless and re.search(self.unless, text):
+            return False
+        if self.scope == "raise":
+            raising = failure.frames[-1].code if failure.frames else None
+            text = failure.headline + "\n" + (raising or "")
+        return not self.message or re.search(self.message, text) is not None
+
+    def _raised_where(self, failure: Failure) -> bool:
+        """Where it was raised is known only from frames: none printed decides neither way
+        (but for `caller`, which takes a frameless failure as the user's)."""
+        library = failure.library_frame
+        if self.raised_in == USER:
+            return bool(failure.frames) and library is None
+        if self.raised_in == LIBRARY:
+            return library is not None
+        if self.raised_in == CALLER:
+            return library is None or library.function in ("__getattr__", "__getattribute__")
+        if self.raised_in == IMPORT:
+            return library is not None and library.function == "<module>"
+        if self.raised_in == CALLED:
+            return library is not None and failure.user_frame is not None
+        return True
