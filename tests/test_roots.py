@@ -117,6 +117,17 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
                "return _VF.einsum(equation, operands)"),
         exc="RuntimeError: einsum(): fewer operands were provided than specified in the "
             "equation"), "code"),
+    # tensors whose sizes do not fit, quoted without frames: the code that combines them
+    ("RuntimeError: The size of tensor a (10) must match the size of tensor b (2) at "
+     "non-singleton dimension 1\n", "code"),
+    ("RuntimeError: Sizes of tensors must match except in dimension 1. Got 0 and 1\n", "code"),
+    # a sample that loaded as None, inside a worker
+    (tb(("/env/lib/python3.8/site-packages/torch/utils/data/_utils/worker.py", "_worker_loop",
+         "data = fetcher.fetch(index)"),
+        ("/srv/app/dataset.py", "__getitem__", "img = img[:, :, ::-1]"),
+        exc="TypeError: Caught TypeError in DataLoader worker process 0.\nOriginal Traceback "
+            "(most recent call last):\nTypeError: 'NoneType' object is not subscriptable"),
+     "data"),
     # a COCO annotation file without its 'categories'
     (tb(USER, ("/env/lib/python3.6/dist-packages/pycocotools/coco.py", "getCatIds",
                "cats = self.dataset['categories']"), exc="KeyError: 'categories'"), "data"),

@@ -248,6 +248,11 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "the launcher's config: `accelerate config`).", types=("AttributeError", "TypeError"),
              message=r"'NoneType' object has no attribute '(\w+)'[\s\S]*\b(?:args|opts?|cfg|"
                      r"config|conf|hparams|training_args)(?:\.\w+)+\.\1\b", scope="raise"),
+    RootRule("MR-ROOT-069", D, "A sample failed to load (None) inside a DataLoader worker",
+             "Find the sample the worker was reading (cv2.imread and PIL return None or raise "
+             "on a missing or corrupt file) and fix or skip it; check the paths in the "
+             "annotation list.", types=("AttributeError", "TypeError"),
+             message=r"'NoneType' object", in_worker=True),
     RootRule("MR-ROOT-039", None, "A value was None where an object was expected",
              "None comes from a setting not given, a file that failed to load (cv2.imread), "
              "or the code: look at where the value was made.", types=("AttributeError",
@@ -270,7 +275,11 @@ ROOT_RULES: tuple[RootRule, ...] = (
                      r"converted to Scalar|Boolean value of Tensor with more than one (?:value|"
                      r"element) is ambiguous|Can't call numpy\(\) on Tensor that requires grad|"
                      r"can't convert (?:cuda|CUDA|mps)[^\n]{0,40}to numpy|"
-                     r"backward can only be called in training mode"),
+                     r"backward can only be called in training mode|"
+                     # tensors of sizes that do not fit together (broadcast, cat, view)
+                     r"The size of tensor a \(\d+\) must match the size of tensor b|"
+                     r"Sizes of tensors must match except in dimension|"
+                     r"is invalid for input of size \d+"),
     RootRule("MR-ROOT-043", K, "A custom autograd Function returns the wrong gradients",
              "Return one gradient per input of forward (None for inputs that need none), "
              "each shaped like its input.",
