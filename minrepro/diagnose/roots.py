@@ -246,8 +246,10 @@ ROOT_RULES: tuple[RootRule, ...] = (
     RootRule("MR-ROOT-059", C, "A setting was left unset (None) where the code needs a value",
              "Give the setting the raising line reads (a command-line flag, a config key, or "
              "the launcher's config: `accelerate config`).", types=("AttributeError", "TypeError"),
-             message=r"'NoneType' object has no attribute '(\w+)'[\s\S]*\b(?:args|opts?|cfg|"
-                     r"config|conf|hparams|training_args)(?:\.\w+)+\.\1\b", scope="raise"),
+             # the headline names the attribute, the raising line reads it off a setting
+             message=r"'NoneType' object has no attribute '(\w+)'[^\n]*\n[^\n]*\b(?:args|opts?|"
+                     r"cfg|config|conf|hparams|training_args)(?:\.\w+){1,4}\.\1\b",
+             scope="raise"),
     RootRule("MR-ROOT-069", D, "A sample failed to load (None) inside a DataLoader worker",
              "Find the sample the worker was reading (cv2.imread and PIL return None or raise "
              "on a missing or corrupt file) and fix or skip it; check the paths in the "
