@@ -128,6 +128,10 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
         exc="TypeError: Caught TypeError in DataLoader worker process 0.\nOriginal Traceback "
             "(most recent call last):\nTypeError: 'NoneType' object is not subscriptable"),
      "data"),
+    (tb(USER, ("/srv/zod/run_toy.py", "get_distribution",
+               "with open(config.density_parameters_path) as f:"),
+        exc="TypeError: expected str, bytes or os.PathLike object, not NoneType"), "config"),
+    ("RuntimeError: CUDA error: peer mapping resources exhausted\n", "config"),
     # a COCO annotation file without its 'categories'
     (tb(USER, ("/env/lib/python3.6/dist-packages/pycocotools/coco.py", "getCatIds",
                "cats = self.dataset['categories']"), exc="KeyError: 'categories'"), "data"),

@@ -219,6 +219,10 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "a git checkout", "Run from the repository's clone (not a copied or downloaded "
              "folder), or turn the commit logging off in the config.",
              types=("InvalidGitRepositoryError", "NoSuchPathError", "GitCommandError")),
+    RootRule("MR-ROOT-071", C, "More GPUs talk peer-to-peer than CUDA allows (8 peers a GPU)",
+             "Use at most 8 GPUs a node in one peer-to-peer group, or turn P2P off "
+             "(NCCL_P2P_DISABLE=1) for larger jobs.",
+             message=r"peer mapping resources exhausted|cudaErrorTooManyPeers"),
     RootRule("MR-ROOT-058", C, "NCCL refused how the job uses it (ncclInvalidUsage)",
              "Give each rank its own GPU (torch.cuda.set_device(local_rank) before "
              "init_process_group; one process a GPU), and make every rank call the same "
@@ -255,6 +259,11 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "on a missing or corrupt file) and fix or skip it; check the paths in the "
              "annotation list.", types=("AttributeError", "TypeError"),
              message=r"'NoneType' object", in_worker=True),
+    RootRule("MR-ROOT-070", C, "A path setting was left unset (None) where a file is opened",
+             "Give the path the raising line opens (the config key or flag that names the "
+             "file); a default of None reaches open() or os.path as None.",
+             types=("TypeError",),
+             message=r"expected str, bytes or os\.PathLike object, not NoneType"),
     RootRule("MR-ROOT-039", None, "A value was None where an object was expected",
              "None comes from a setting not given, a file that failed to load (cv2.imread), "
              "or the code: look at where the value was made.", types=("AttributeError",
