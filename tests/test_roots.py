@@ -207,6 +207,29 @@ def test_variant_roots_must_name_a_variant_of_the_rule(tmp_path) -> None:  # noq
         load_rules([pack])
 
 
+def test_variant_fixes_must_name_a_variant_of_the_rule(tmp_path) -> None:  # noqa: ANN001
+    from minrepro.diagnose.rules.registry import load_rules
+    from minrepro.errors import RulePackError
+    from tests.test_registry import NEW_CAUSE_RULE
+
+    pack = tmp_path / "tok.yaml"
+    pack.write_text(NEW_CAUSE_RULE.replace("signals:", "variant_fixes:\n  nope: x\nsignals:"))
+    with pytest.raises(RulePackError, match="variant_fixes.nope: no signal of this rule"):
+        load_rules([pack])
+
+
+def test_a_launchers_local_rank_is_a_version_break_with_its_own_fix() -> None:
+    """torch >= 2.0's launchers pass --local-rank; the fix is in the script's arguments (the
+    variant's fix), not the rule's version pin; `--local_rank` refused is no version break."""
+    log = ("usage: train.py [-h] [--local_rank LOCAL_RANK]\n"
+           "train.py: error: unrecognized arguments: --local-rank=0\n")
+    diagnosis = diagnose(log)
+    assert diagnosis.cause == "version_incompatibility" and diagnosis.variant == "local_rank"
+    assert '"--local-rank", "--local_rank"' in diagnosis.fix and "pip install" not in diagnosis.fix
+    other = diagnose(log.replace("--local-rank=0", "--local_rank=0"))
+    assert other.cause is None and other.root.value == "config"
+
+
 @pytest.mark.parametrize("log", [
     tb(USER, exc="RuntimeError: CUDA error: an illegal memory access was encountered"),
     tb(USER, exc="RuntimeError: NCCL communicator was aborted."),

@@ -50,7 +50,8 @@ if TYPE_CHECKING:
     import regex
 
 PARAM_TYPES = ("int", "float", "bytes", "duration_ms", "str")
-_RULE_KEYS = {"id", "cause", "category", "root", "variant_roots", "title", "explanation", "fix",
+_RULE_KEYS = {"id", "cause", "category", "root", "variant_roots", "variant_fixes", "title",
+              "explanation", "fix",
               "references", "params", "signals", "examples", "cases", "cascade", "supersedes"}
 _SIGNAL_KEYS = {"name", "pattern", "hint", "requires", "weight", "role", "severity", "within",
                 "variant", "ignore_case"}
@@ -123,6 +124,12 @@ class Rule:
     # the root class where the evidence points to a variant that has another one (a
     # checkpoint's `module.` prefix is the code's, a size mismatch the config's)
     variant_roots: tuple[tuple[str, RootClass], ...] = ()
+    # the fix where the evidence points to a variant with a fix of its own (a launcher's
+    # --local-rank is fixed in the script's arguments, not by a version pin)
+    variant_fixes: tuple[tuple[str, str], ...] = ()
+
+    def fix_for(self, variant: str | None) -> str:
+        return dict(self.variant_fixes).get(variant or "", self.fix)
 
     def param_type(self, name: str) -> str | None:
         return dict(self.params).get(name)
@@ -170,6 +177,7 @@ class _RuleChecker(Checker):
             cases=self._cases(data.get("cases") or []),
             cascade=self.flag(data, "cascade"), supersedes=self._causes(data, "supersedes"),
             source=self.file, variant_roots=self._variant_roots(data, signals),
+            variant_fixes=self._variant_fixes(data, signals),
         )
 
     def _variant_roots(self, data: dict, signals: list) -> tuple[tuple[str, RootClass], ...]:
@@ -182,6 +190,14 @@ class _RuleChecker(Checker):
             roots.append((variant, self.choice(given, variant, RootClass, RootClass.CODE,
                                                "variant_roots.")))
         return tuple(roots)
+
+    def _variant_fixes(self, data: dict, signals: list) -> tuple[tuple[str, str], ...]:
+        given = self.mapping(data.get("variant_fixes") or {}, "variant_fixes")
+        variants = {s.get("variant") for s in signals if isinstance(s, dict)}
+        for variant in given:
+            if variant not in variants:
+                self.fail(f"variant_fixes.{variant}", "no signal of this rule has this variant")
+        return tuple((variant, self.text(given, variant, "variant_fixes.")) for variant in given)
 
     def _root_of(self, data: dict, cause: str, category: str) -> RootClass:
         """A known cause keeps its category (its root class may be given); a user's pack
