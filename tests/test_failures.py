@@ -310,3 +310,25 @@ def test_crashed_launches_before_a_session_that_finished_are_history() -> None:
     assert diagnose(log).failure is None
     unfinished = session + crashed + session  # a restart that did not say it finished
     assert diagnose(unfinished).failure is not None
+
+
+def test_torch_1_1s_reraise_with_the_workers_traceback_as_message_is_a_wrapper() -> None:
+    """`TypeError: Traceback (most recent call last):` then the worker's frames: the worker's
+    exception is what failed, in a DataLoader worker (a sample), not the main loop's re-raise."""
+    log = ("Traceback (most recent call last):\n"
+           '  File "train.py", line 100, in <module>\n'
+           "    for batch_i, (_, imgs, targets) in enumerate(dataloader):\n"
+           '  File "/env/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 658,'
+           " in _process_next_batch\n"
+           "    raise batch.exc_type(batch.exc_msg)\n"
+           "TypeError: Traceback (most recent call last):\n"
+           '  File "/env/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 138,'
+           " in _worker_loop\n"
+           "    samples = collate_fn([dataset[i] for i in batch_indices])\n"
+           '  File "/srv/yolo/utils/augmentations.py", line 8, in horisontal_flip\n'
+           "    targets[:, 2] = 1 - targets[:, 2]\n"
+           "TypeError: 'NoneType' object is not subscriptable\n")
+    diagnosis = diagnose(log)
+    assert diagnosis.failure.message == "'NoneType' object is not subscriptable"
+    assert diagnosis.failure.user_frame.function == "horisontal_flip"
+    assert diagnosis.root.value == "data"

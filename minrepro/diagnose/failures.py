@@ -37,9 +37,10 @@ MAX_CANDIDATES = 24
 _DATED = 1e9  # Unix times of dated lines are above this, glog's (month, day, time) below
 MAX_CASCADE = 8
 _WRAPPED = lazy(r"Caught \w+ in (?:DataLoader worker process|replica) \d+")
-# torch < 1.1 re-raised a worker's exception as `Exception: KeyError:Traceback (most recent
-# call last):`, the worker's traceback below: the original type leads the message
-_OLD_WRAPPED = lazy(r"^([A-Z]\w*(?:Error|Exception|Interrupt)):\s*Traceback \(most recent")
+# torch < 1.2 re-raised a worker's exception with the worker's traceback as its message:
+# `TypeError: Traceback (most recent call last):` (the same type), or, before 1.1,
+# `Exception: KeyError:Traceback (most recent call last):` (the original type leads it)
+_OLD_WRAPPED = lazy(r"^(?:([A-Z]\w*(?:Error|Exception|Interrupt)):)?\s*Traceback \(most recent")
 _CASCADE_TEXT = lazy(
     r"Watchdog caught collective|NCCL communicator was aborted|Some NCCL operations have "
     r"failed|ProcessGroupNCCL|DistBackendError|Connection reset by peer|Broken pipe|"
@@ -212,7 +213,8 @@ def _typed_by_wrapper(failure: Failure, others: list[Failure]) -> Failure:
     if not above:
         return failure
     old_style = _OLD_WRAPPED.match(above[-1].message)
-    return replace(failure, exc_type=old_style[1] if old_style else above[-1].exc_type)
+    return replace(failure, exc_type=old_style[1] if old_style and old_style[1]
+                   else above[-1].exc_type)
 
 
 def _kill_role(event: ProcessKilled) -> str:
