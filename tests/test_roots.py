@@ -86,6 +86,8 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
     (tb(USER, exc="RuntimeError: shape '[4096, -1]' is invalid for input of size 117504000"),
      "code"),
     (tb(USER, exc="RuntimeError: cudnn RNN backward can only be called in training mode"), "code"),
+    (tb(USER, exc="RuntimeError: a leaf Variable that requires grad is being used in an "
+                  "in-place operation."), "code"),
     (tb(USER, exc="RuntimeError: Found NVIDIA GeForce GTX 1080 Ti which is too old to be "
                   "supported by the triton GPU compiler"), "environment"),
     (tb(USER, exc="RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:957, invalid usage, NCCL "

@@ -287,6 +287,8 @@ ROOT_RULES: tuple[RootRule, ...] = (
                      r"element) is ambiguous|Can't call numpy\(\) on Tensor that requires grad|"
                      r"can't convert (?:cuda|CUDA|mps)[^\n]{0,40}to numpy|"
                      r"backward can only be called in training mode|"
+                     r"a leaf Variable that requires grad (?:is being|has been) used in an "
+                     r"in-place operation|"
                      # tensors of sizes that do not fit together (broadcast, cat, view)
                      r"The size of tensor a \(\d+\) must match the size of tensor b|"
                      r"Sizes of tensors must match except in dimension|"
