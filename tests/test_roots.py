@@ -40,6 +40,8 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
     (tb(USER, exc="RuntimeError: Default process group has not been initialized, please make "
                   "sure to call init_process_group."), "config"),
     (tb(USER, exc="RuntimeError: Distributed package doesn't have NCCL built in"), "config"),
+    (tb(USER, exc="ValueError: Error initializing torch.distributed using env:// rendezvous: "
+                  "environment variable RANK expected, but not set"), "config"),
     ("usage: main_pretrain.py [-h] [--local_rank LOCAL_RANK]\n"
      "main_pretrain.py: error: unrecognized arguments: --local-rank=1\n", "environment"),
     # a call that does not fit its callee, printed without frames: the caller's call

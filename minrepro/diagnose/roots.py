@@ -198,7 +198,9 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "started as a distributed one", "Launch with torchrun (or the framework's "
              "distributed launcher option), or turn the distributed parts (SyncBatchNorm, "
              "dist.* calls) off for a single-process run.",
-             message=r"Default process group has not been initialized"),
+             message=r"Default process group has not been initialized|"
+                     r"environment variable (?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|"
+                     r"LOCAL_RANK) expected, but not set"),
     RootRule("MR-ROOT-048", C, "The job asks for a distributed backend this torch build "
              "does not have", "Use the gloo backend where NCCL is missing (Windows, macOS, a "
              "CPU build): init_process_group('gloo'), or the framework's backend setting.",
