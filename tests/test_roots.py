@@ -246,3 +246,19 @@ def test_a_launchers_local_rank_is_a_version_break_with_its_own_fix() -> None:
 def test_evidence_that_does_not_decide_leaves_the_root_to_other_rules(log: str) -> None:
     diagnosis = diagnose(log)
     assert diagnosis.rule_id not in ("MR-ROOT-057", "MR-ROOT-059", "MR-ROOT-061"), diagnosis.rule_id
+
+
+def test_an_undecided_failure_takes_the_root_of_the_exception_chained_to_it() -> None:
+    """A KeyError inside a library decides nothing; the ConfigurationError raised while
+    handling it says what it meant (a config key the file lacks)."""
+    params = ("/env/lib/python3.7/site-packages/allennlp/common/params.py", "pop",
+              "value = self.params.pop(key)")
+    log = (tb(params, exc="KeyError: 'train_data_path'")
+           + "\nDuring handling of the above exception, another exception occurred:\n\n"
+           + tb(params, exc='allennlp.common.checks.ConfigurationError: key "train_data_path" '
+                            "is required"))
+    diagnosis = diagnose(log)
+    assert diagnosis.failure.exc_type == "KeyError"
+    assert diagnosis.root.value == "config" and diagnosis.rule_id == "MR-ROOT-031"
+    alone = diagnose(tb(params, exc="KeyError: 'train_data_path'"))
+    assert alone.root is None  # the KeyError alone still decides nothing

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from minrepro.diagnose.rootrule import RootRule
 from minrepro.diagnose.roots import root_of
 from minrepro.diagnose.rules.pack import Rule
 from minrepro.diagnose.rules.registry import RuleSet
@@ -88,6 +89,8 @@ def _undiagnosed(merged: list[Finding], alternatives: tuple[Alternative, ...],
                  context: Context) -> Diagnosis:
     first = context.first_failure
     root_rule = root_of(first) if first is not None else None
+    if first is not None and root_rule is None:
+        root_rule = _root_of_what_followed(first, context.cascade)
     last = context.failures[-1] if context.failures else None
     if first is not None:
         seen = ("what failed first: "
@@ -114,6 +117,17 @@ def _undiagnosed(merged: list[Finding], alternatives: tuple[Alternative, ...],
         title=root_rule.title if root_rule else "", fix=root_rule.fix if root_rule else "",
     )
 
+
+def _root_of_what_followed(first: Failure, cascade: Sequence[Failure]) -> RootRule | None:
+    """Where no root rule knows the first failure, the exception raised while handling it
+    (chained, printed right after it) may say what it meant: a KeyError, then
+    `ConfigurationError: key "train_data_path" is required`."""
+    chained = next((f for f in cascade if f.rank == first.rank
+                    and 0 < f.first_line - first.line <= _CHAIN_GAP), None)
+    return root_of(chained) if chained is not None else None
+
+
+_CHAIN_GAP = 4  # lines between an exception and the traceback chained to it (the separator)
 
 #: A CUDA OOM while another process holds the card is the environment's, not the config's.
 _OTHER_PROCESS = lazy(r"Process \d+ has [\d.]+ [GM]iB memory in use|"
