@@ -136,6 +136,11 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
                "with open(config.density_parameters_path) as f:"),
         exc="TypeError: expected str, bytes or os.PathLike object, not NoneType"), "config"),
     ("RuntimeError: CUDA error: peer mapping resources exhausted\n", "config"),
+    # an assert inside torch with none of the user's frames shown: torch's own invariant
+    ('  File "/env/lib/python3.7/site-packages/torch/optim/adam.py", line 255, in '
+     '_single_tensor_adam\n    assert not step_t.is_cuda, "If capturable=False, state_steps '
+     'should not be CUDA tensors."\nAssertionError: If capturable=False, state_steps should not'
+     " be CUDA tensors.\n", "framework"),
     # a COCO annotation file without its 'categories'
     (tb(USER, ("/env/lib/python3.6/dist-packages/pycocotools/coco.py", "getCatIds",
                "cats = self.dataset['categories']"), exc="KeyError: 'categories'"), "data"),

@@ -371,6 +371,10 @@ ROOT_RULES: tuple[RootRule, ...] = (
              "the value, type or call it passes does not fit what the library takes.",
              types=("ValueError", "AssertionError", "TypeError", "StopIteration"),
              raised_in=CALLED),
+    RootRule("MR-ROOT-072", F, "An assertion inside PyTorch's own code failed",
+             "Search PyTorch's issues for the assertion's message and the torch version; try "
+             "the nearest other torch release (a known bug is often fixed or not yet in).",
+             types=("AssertionError",), raised_in=LIBRARY, packages=("torch",)),
     RootRule("MR-ROOT-040", K, "An error in the training code itself",
              "Read the innermost frame of your code in the traceback: the bug is there.",
              types=("TypeError", "AttributeError", "NameError", "UnboundLocalError",
