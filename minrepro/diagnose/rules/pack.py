@@ -181,23 +181,23 @@ class _RuleChecker(Checker):
         )
 
     def _variant_roots(self, data: dict, signals: list) -> tuple[tuple[str, RootClass], ...]:
-        given = self.mapping(data.get("variant_roots") or {}, "variant_roots")
-        variants = {s.get("variant") for s in signals if isinstance(s, dict)}
-        roots = []
-        for variant in given:
-            if variant not in variants:
-                self.fail(f"variant_roots.{variant}", "no signal of this rule has this variant")
-            roots.append((variant, self.choice(given, variant, RootClass, RootClass.CODE,
-                                               "variant_roots.")))
-        return tuple(roots)
+        given = self._per_variant(data, "variant_roots", signals)
+        return tuple((variant, self.choice(given, variant, RootClass, RootClass.CODE,
+                                           "variant_roots.")) for variant in given)
 
     def _variant_fixes(self, data: dict, signals: list) -> tuple[tuple[str, str], ...]:
-        given = self.mapping(data.get("variant_fixes") or {}, "variant_fixes")
+        given = self._per_variant(data, "variant_fixes", signals)
+        return tuple((variant, self.text(given, variant, "variant_fixes.")) for variant in given)
+
+    def _per_variant(self, data: dict, key: str, signals: list) -> dict:
+        """The mapping under `key`, each of whose keys one of the rule's signals names as its
+        variant."""
+        given = self.mapping(data.get(key) or {}, key)
         variants = {s.get("variant") for s in signals if isinstance(s, dict)}
         for variant in given:
             if variant not in variants:
-                self.fail(f"variant_fixes.{variant}", "no signal of this rule has this variant")
-        return tuple((variant, self.text(given, variant, "variant_fixes.")) for variant in given)
+                self.fail(f"{key}.{variant}", "no signal of this rule has this variant")
+        return given
 
     def _root_of(self, data: dict, cause: str, category: str) -> RootClass:
         """A known cause keeps its category (its root class may be given); a user's pack
