@@ -39,7 +39,6 @@ class _Partial:
     first_line: int
     last_line: int
     frames: list[Frame] = field(default_factory=list)
-    jupyter: bool = False
     header_type: str = ""  # Jupyter's header names the type: `KeyError    Traceback (most ...`
     expect_code: bool = False
     spare_lines: int = 0
@@ -49,6 +48,11 @@ class _Partial:
     message_chars: int = 0
     vscode: bool = False  # VS Code's debugger: type, message, then frames innermost first
     wrapped: bool = False  # the last line ended in a pager's `$`: the next one continues it
+
+    @property
+    def jupyter(self) -> bool:
+        """Read as Jupyter prints it (`----> 1` frames): its header named the type."""
+        return bool(self.header_type)
 
     def add_frame(self, frame: Frame) -> None:
         if len(self.frames) >= MAX_FRAMES:
@@ -194,7 +198,6 @@ class TracebackExtractor:
         if pylines.HEADER in text:
             partial = _Partial(first_line=number, last_line=number)
             partial.header_type = pylines.jupyter_header(text) or ""
-            partial.jupyter = bool(partial.header_type)
             self._partial[line.rank] = partial
             _add_frames(partial, pylines.frames_in(text.split(pylines.HEADER, 1)[1]), number,
                         flattened=True)
