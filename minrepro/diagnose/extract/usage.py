@@ -23,16 +23,17 @@ from minrepro.diagnose.literals import any_of
 from minrepro.model import Line, UsageError
 from minrepro.patterns import lazy
 
-# at the start of a line, or quoted inside a report's sentence (`this error "train.py: error:
-# unrecognized arguments: --local_rank=0"`)
-_ARGPARSE = lazy(r"(?:^|(?<=[\s\"'`(]))[\w./\\-]+: error: ((?:unrecognized arguments|"
-                       r"the following arguments are required|"
-                       r"argument \S+: (?:invalid|expected|not allowed|ambiguous))"
-                       r".{0,300})"
+# a program's name at the start of a line, or quoted inside a report's sentence (`this error
+# "train.py: error: unrecognized arguments: --local_rank=0"`)
+_PROGRAM = r"(?:^|(?<=[\s\"'`(]))[\w./\\-]+"
+_ARGPARSE = lazy(_PROGRAM + r": error: ((?:unrecognized arguments|"
+                 r"the following arguments are required|"
+                 r"argument \S+: (?:invalid|expected|not allowed|ambiguous))"
+                 r".{0,300})"
                  # any message of a Python script's parser (argparse's parser.error, jsonargparse
                  # / LightningCLI): `main.py: error: 'Configuration check failed :: ...'`; not
                  # `nvcc: error:` or `ninja: error:` (a build, not the job's command line)
-                 r"|(?:^|(?<=[\s\"'`(]))[\w./\\-]+\.py: error: (\S.{0,300})")
+                 r"|" + _PROGRAM + r"\.py: error: (\S.{0,300})")
 # the interpreter itself, given a script path that does not exist (a launcher's entry, a recipe)
 _NO_SCRIPT = lazy(r"python[\w.]*: can't open file '([^'\n]{0,300})': \[Errno 2\] No such file")
 _HYDRA = lazy(r"(Could not override '[^']{1,200}'|Key '[^']{1,200}' is not in struct|"
