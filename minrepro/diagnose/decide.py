@@ -121,7 +121,9 @@ def _undiagnosed(merged: list[Finding], alternatives: tuple[Alternative, ...],
 def _root_of_what_followed(first: Failure, cascade: Sequence[Failure]) -> RootRule | None:
     """Where no root rule knows the first failure, the exception raised while handling it
     (chained, printed right after it) may say what it meant: a KeyError, then
-    `ConfigurationError: key "train_data_path" is required`."""
+    `ConfigurationError: key "train_data_path" is required`. Told by nearness, not by the
+    traceback extractor's chain flag: pasted excerpts often drop the "During handling of the
+    above exception" line between the two."""
     chained = next((f for f in cascade if f.rank == first.rank
                     and 0 < f.first_line - first.line <= _CHAIN_GAP), None)
     return root_of(chained) if chained is not None else None
