@@ -11,7 +11,13 @@ from minrepro.diagnose.extract import selection_words
 from minrepro.diagnose.pipeline import diagnose_log, make_selector, trigger_words
 from minrepro.diagnose.reader import LogReader
 from minrepro.diagnose.rules.registry import load_rules
-from minrepro.diagnose.scan import HEAD_BYTES, SAMPLES_PER_BLOCK, TAIL_BYTES, LineSelector
+from minrepro.diagnose.scan import (
+    HEAD_BYTES,
+    MIN_SAMPLES_PER_BLOCK,
+    SAMPLES_PER_BLOCK,
+    TAIL_BYTES,
+    LineSelector,
+)
 
 NOISE = "2026-11-29 03:00:00,123 - INFO - data - shard {i} opened, {j} samples, prefetch ok\n"
 METRIC = "{{'loss': {loss:.4f}, 'learning_rate': 5e-05, 'epoch': {e:.2f}}}\n"
@@ -49,10 +55,10 @@ class _Everything(LineSelector):
     def __init__(self) -> None:
         super().__init__(())
 
-    def pick(self, block: bytes, total, final):  # noqa: ANN001, ANN201
+    def pick(self, block: bytes, total, final, size=None):  # noqa: ANN001, ANN201
         from minrepro.diagnose.scan import _all_spans
 
-        return _all_spans(block)
+        return _all_spans(block, size)
 
 
 @pytest.mark.parametrize("middle, cause", [
@@ -128,9 +134,27 @@ def test_a_sampled_progress_bar_gives_its_last_update_only() -> None:
     block = ((bar + "\r\n") * 20_000).encode()
     selector = LineSelector(["out of memory"], engine="re")
     selector.offset = HEAD_BYTES  # this block comes after the head
-    picked = [block[s:e] for s, e in selector.pick(block, total=100 * len(block), final=False)]
+    picked = [block[s:e] for s, e in selector.pick(block, total=10 * len(block), final=False)]
     assert 32 <= len(picked) <= 2 * SAMPLES_PER_BLOCK
     assert set(picked) == {b"4%|##| 4/100 [00:01<00:09, loss=1.96]\r"}
+
+
+def test_a_huge_log_gets_fewer_samples_a_block_but_never_none() -> None:
+    """The samples of a whole log are capped (the curves keep 512 points): a block of a
+    log 100 times its size gets fewer than SAMPLES_PER_BLOCK, and of one 10,000 times its
+    size MIN_SAMPLES_PER_BLOCK, still spread through it."""
+    block = b"".join(b"step %d loss 2.%04d\n" % (n, n) for n in range(40_000))
+
+    def samples(total: int) -> list[int]:
+        selector = LineSelector(["out of memory"], engine="re")
+        selector.offset = HEAD_BYTES
+        return [start for start, _ in selector.pick(block, total=total, final=False)]
+
+    assert len(samples(10 * len(block))) == SAMPLES_PER_BLOCK
+    assert MIN_SAMPLES_PER_BLOCK < len(samples(100 * len(block))) < SAMPLES_PER_BLOCK
+    few = samples(10_000 * len(block))
+    assert len(few) == MIN_SAMPLES_PER_BLOCK
+    assert few[0] < len(block) // MIN_SAMPLES_PER_BLOCK < few[-1] - len(block) // 2
 
 
 def test_a_long_traceback_in_the_middle_of_a_big_log_is_read_whole(tmp_path: Path) -> None:

@@ -29,10 +29,12 @@ ENGINES = ("hyperscan", "ahocorasick", "re")
 _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 Hits = list[tuple[int, object]]
+#: What a block arrives as: a view of the reader's reused buffer (or plain bytes in tests).
+Buffer = bytes | bytearray | memoryview
 
 
 class Engine(Protocol):
-    def hits(self, block: bytes) -> Hits: ...
+    def hits(self, block: Buffer) -> Hits: ...
 
 
 @cache
@@ -104,7 +106,7 @@ class _Hyperscan:
                          elements=len(expressions),
                          flags=[hyperscan.HS_FLAG_CASELESS] * len(expressions))
 
-    def hits(self, block: bytes) -> Hits:
+    def hits(self, block: Buffer) -> Hits:
         found: Hits = []
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:  # one a thread (engines are shared): a scan holds its scratch
@@ -131,8 +133,8 @@ class _AhoCorasick:
             patterns, matchkind=module.MATCHKIND_LEFTMOST_LONGEST,
             implementation=module.Implementation.DFA)
 
-    def hits(self, block: bytes) -> Hits:
-        lower = block.lower() + b"\n"  # a word at the very end is followed by a line end
+    def hits(self, block: Buffer) -> Hits:
+        lower = bytes(block).lower() + b"\n"  # a word at the very end is followed by a line end
         found: Hits = []
         for pid, start, _end in self._automaton.find_matches_as_indexes(lower):
             if pid < self._first_word:
@@ -146,5 +148,5 @@ class _Regex:
     def __init__(self, literals: tuple[str, ...], words: tuple[str, ...]) -> None:
         self._pattern = re.compile(f"{trie_pattern(literals)}|{_words_pattern(words)}".encode())
 
-    def hits(self, block: bytes) -> Hits:
-        return [(m.start(), m.group()) for m in self._pattern.finditer(block.lower())]
+    def hits(self, block: Buffer) -> Hits:
+        return [(m.start(), m.group()) for m in self._pattern.finditer(bytes(block).lower())]

@@ -13,15 +13,18 @@ import os
 import stat
 import sys
 import zlib
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from minrepro.diagnose.scan import EVERY_LINE, MANY_UPDATES, LineSelector
 from minrepro.errors import BadInputError, shown_path
 from minrepro.model import Line
 from minrepro.patterns import lazy
 from minrepro.sanitize import log_text
+
+if TYPE_CHECKING:
+    import io
 
 CHUNK_BYTES = 4 << 20
 MAX_LINE_BYTES = 16 * 1024  # longer records are cut here and flagged `truncated`
@@ -36,6 +39,9 @@ _BLANK_RUN = lazy(rf"[ \t]{{{MAX_BLANK_RUN + 1},}}")
 _RECORDS: dict[bytes, list[tuple[int | None, str, bool]]] = {}
 _MEMO_BYTES = 1024  # lines up to this long are remembered
 _MEMO_LINES = 8192
+
+#: Fills a view of the reader's buffer with the next bytes of text; 0 at the end.
+Fill = Callable[[memoryview], int]
 
 _RANK_PREFIX = lazy(
     r"^(?:\[\d+\]\s+)?"  # a line-number prefix some launchers add: "[80746] "
@@ -68,7 +74,7 @@ class LogReader:
     def __iter__(self) -> Iterator[Line]:
         stream = self._open()
         try:
-            yield from self._records(self._decoded_chunks(stream))
+            yield from self._records(self._filler(stream))
         finally:
             if stream is not self._stdin and stream is not sys.stdin.buffer:
                 stream.close()
@@ -119,8 +125,9 @@ class LogReader:
                 left -= len(chunk)
             yield chunk
 
-    def _decoded_chunks(self, stream: BinaryIO) -> Iterator[bytes]:
-        """Raw chunks, gunzipped and transcoded to UTF-8 where needed."""
+    def _filler(self, stream: BinaryIO) -> Fill:
+        """What fills the reader's buffer with the log's UTF-8 text: a regular file is read
+        into it in place; gzip, UTF-16 and stdin are decoded chunk by chunk and copied in."""
         chunks = self._raw_chunks(stream)
         first = _skip_leading_nuls(chunks)
         if first[:2] == b"\x1f\x8b":
@@ -129,11 +136,34 @@ class LogReader:
             first = next(chunks, b"")
         encoding = _utf16_encoding(first)
         if encoding:
-            yield from _transcode_utf16(_chain(first, chunks), encoding)
-            return
+            return _copying(_transcode_utf16(_chain(first, chunks), encoding))
         _refuse_binary(first, shown_path(self.source))
-        yield first.removeprefix(codecs.BOM_UTF8)
-        yield from chunks
+        first = first.removeprefix(codecs.BOM_UTF8)
+        if self.compressed or self.total_bytes is None:
+            return _copying(_chain(first, chunks))
+        return self._reading_into(stream, first)
+
+    def _reading_into(self, stream: BinaryIO, first: bytes) -> Fill:
+        """`readinto` the buffer, up to the size the file had when opened (as _raw_chunks)."""
+        served = [first] if first else []
+        total = self.total_bytes or 0
+        readinto = cast("io.BufferedReader", stream).readinto  # a file opened "rb" by _open
+
+        def fill(view: memoryview) -> int:
+            if served:
+                return _copy_into(view, served, 0)
+            left = total - self.bytes_read
+            if left <= 0:
+                return 0
+            try:
+                got = readinto(view[:left]) or 0
+            except OSError as err:
+                raise BadInputError(f"{shown_path(self.source)}: read failed"
+                                    f" ({err.strerror or err})") from None
+            self.bytes_read += got
+            return got
+
+        return fill
 
     def _gunzip(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
         """Inflate in bounded pieces (a small bomb must not become one huge bytes object)."""
@@ -168,63 +198,85 @@ class LogReader:
 
     # --- splitting into records ---------------------------------------------------------
 
-    def _records(self, chunks: Iterator[bytes]) -> Iterator[Line]:
-        """Records in order. Complete lines go out in blocks, one block held back so that
+    def _records(self, fill: Fill) -> Iterator[Line]:
+        """Records in order. The text is read into one of two reused buffers behind the
+        unfinished line carried over (`pending`: the buffer's first `length` bytes); the
+        complete lines go out as a block, one block held back (in the other buffer) so that
         the selector knows which block is the last (its tail is read in full)."""
+        size = self.chunk_bytes + self.max_line_bytes + 1  # pending never exceeds the cap
+        buffers = (bytearray(size), bytearray(size))
+        current, length = 0, 0
         number = 1  # line number of the first line not yet emitted
-        held: bytes | None = None
-        pending = b""
+        held: tuple[bytearray, int] | None = None  # a block of complete lines: (buffer, size)
         skipping = False  # inside an over-long record whose head was already emitted
-        for chunk in chunks:
-            cut = chunk.rfind(b"\n")  # `pending` holds no newline: only the chunk can
-            if cut < 0:
-                pending += chunk
-            else:  # one copy of the block, not two (4 MiB blocks, 256 to a GiB)
-                block = b"".join((pending, memoryview(chunk)[:cut]))
-                pending = chunk[cut + 1:]
+        while True:
+            buffer = buffers[current]
+            got = fill(memoryview(buffer)[length:length + self.chunk_bytes])
+            if not got:
+                break
+            end = length + got
+            cut = buffer.rfind(b"\n", length, end)  # `pending` holds no newline
+            if cut >= 0:
                 if held is not None:
-                    number = yield from self._block(held, number, final=False)
+                    number = yield from self._block(*held, number, final=False)
                     held = None
+                block_end = cut
                 if skipping:
-                    first, newline, block = block.partition(b"\n")
-                    yield from self._segments(_after_separator(first), number)
+                    first = buffer.find(b"\n", 0, cut + 1)
+                    yield from self._segments(_after_separator(bytes(buffer[:first])), number)
                     number, skipping = number + 1, False
-                    if not newline:
-                        continue
-                held = block
-            if len(pending) > self.max_line_bytes:
+                    if first < cut:  # lines follow: the block starts at the buffer's start
+                        buffer[:cut - first - 1] = buffer[first + 1:cut]
+                        block_end = cut - first - 1
+                    else:
+                        block_end = -1
+                if block_end >= 0:
+                    held = (buffer, block_end)
+                current ^= 1  # what follows the last newline goes to the other buffer
+                length = end - cut - 1
+                memoryview(buffers[current])[:length] = memoryview(buffer)[cut + 1:end]
+                if block_end < 0:
+                    continue
+            else:
+                length = end
+            if length > self.max_line_bytes:
                 if held is not None:
-                    number = yield from self._block(held, number, final=False)
+                    number = yield from self._block(*held, number, final=False)
                     held = None
+                pending = bytes(buffers[current][:length])
                 head, skip_rest = self._flush_long(pending)
                 if not skipping:
                     yield from self._segments(head, number)
-                pending, skipping = (b"", True) if skip_rest else (pending[len(head):], skipping)
+                if skip_rest:
+                    length, skipping = 0, True
+                else:
+                    length = len(pending) - len(head)
+                    memoryview(buffers[current])[:length] = pending[len(head):]
         if held is not None:
-            number = yield from self._block(held, number, final=not pending)
-        if pending and not skipping:
-            yield from self._segments(pending, number)
+            number = yield from self._block(*held, number, final=not length)
+        if length and not skipping:
+            yield from self._segments(bytes(buffers[current][:length]), number)
 
-    def _block(self, block: bytes, number: int, *, final: bool) -> Generator[Line, None, int]:
-        """The records of a block of complete lines; returns the number of the next line."""
-        if self.selector is None:
-            for raw in block.split(b"\n"):
+    def _block(self, block: bytearray, size: int, number: int, *, final: bool
+               ) -> Generator[Line, None, int]:
+        """The records of the complete lines block[:size]; returns the number of the next
+        line. The buffer is reused after this: what leaves here are copies."""
+        spans = EVERY_LINE
+        if self.selector is not None:
+            text_bytes = None if self.compressed else self.total_bytes
+            spans = self.selector.pick(block, text_bytes, final, size)
+        if spans is EVERY_LINE:
+            for raw in bytes(memoryview(block)[:size]).split(b"\n"):
                 yield from self._segments(raw, number)
                 number += 1
             return number
         position = 0
-        text_bytes = None if self.compressed else self.total_bytes
-        spans = self.selector.pick(block, text_bytes, final)
-        if spans is EVERY_LINE:
-            for raw in block.split(b"\n"):
-                yield from self._segments(raw, number)
-                number += 1
-            return number
+        view = memoryview(block)
         for start, end in spans:
             number += block.count(b"\n", position, start)
             position = start
-            yield from self._segments(block[start:end], number)
-        return number + block.count(b"\n", position) + 1
+            yield from self._segments(bytes(view[start:end]), number)
+        return number + block.count(b"\n", position, size) + 1
 
     def _flush_long(self, pending: bytes) -> tuple[bytes, bool]:
         """Split an over-long unfinished line: emit complete '\\r' segments, or cut the head."""
@@ -308,6 +360,38 @@ def _skip_leading_nuls(chunks: Iterator[bytes]) -> bytes:
         if text:  # one or two NULs may be UTF-16-BE without a BOM: only a block is dropped
             return text if skipped >= _NUL_BLOCK else chunk
     return b""
+
+
+def _copying(chunks: Iterator[bytes]) -> Fill:
+    """A Fill that copies decoded chunks into the buffer (what is left of a chunk waits)."""
+    rest: list[bytes] = []
+    offset = 0
+
+    def fill(view: memoryview) -> int:
+        nonlocal offset
+        while not rest:
+            chunk = next(chunks, None)
+            if chunk is None:
+                return 0
+            if chunk:
+                rest.append(chunk)
+                offset = 0
+        got = _copy_into(view, rest, offset)
+        offset = 0 if not rest else offset + got
+        return got
+
+    return fill
+
+
+def _copy_into(view: memoryview, queue: list[bytes], offset: int) -> int:
+    """Copy queue[0][offset:] into the view, as much as fits; drop it from the queue once
+    all of it is copied. Returns how many bytes were copied."""
+    data = queue[0]
+    got = min(len(view), len(data) - offset)
+    view[:got] = memoryview(data)[offset:offset + got]
+    if offset + got >= len(data):
+        queue.pop(0)
+    return got
 
 
 def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:

@@ -10,8 +10,10 @@ trie-shaped `re` pattern over the lower-cased bytes) and picks:
   CONTEXT_BEFORE / CONTEXT_AFTER lines around it (frames, continuation lines, evidence nearby)
   and, past those, the rest of an indented run (a traceback's frames, up to its exception line),
 * SAMPLES_PER_BLOCK lines spread evenly through each block, so the metric curves keep their
-  shape (the curve analyzer decimates to a few hundred points anyway); of a line rewritten by
-  '\r' (a progress bar) a sample is its last update, one point as for any other line.
+  shape (the curve analyzer decimates to a few hundred points anyway: a log so big that its
+  blocks would give more than SAMPLES_PER_LOG gets fewer a block, down to
+  MIN_SAMPLES_PER_BLOCK); of a line rewritten by '\r' (a progress bar) a sample is its last
+  update, one point as for any other line.
 
 Small logs (under HEAD_BYTES + TAIL_BYTES) are read line by line in full.
 """
@@ -27,6 +29,10 @@ TAIL_BYTES = 128 * 1024
 CONTEXT_BEFORE = 3
 CONTEXT_AFTER = 12
 SAMPLES_PER_BLOCK = 48
+# A metric's series keeps 512 points (analyze/series.py), and a sampled line holds a given
+# metric only now and then (one line kind of several): four times that is plenty.
+SAMPLES_PER_LOG = 2048
+MIN_SAMPLES_PER_BLOCK = 8
 MAX_HITS_PER_TRIGGER = 128  # occurrences of one trigger looked at per block (floods)
 KEEP_UPDATES = 16  # '\r' updates kept at each end of a line rewritten thousands of times
 MANY_UPDATES = 512  # a line with more '\r' updates than this is thinned like a block
@@ -35,6 +41,9 @@ EVERY_LINE = None  # what `pick` returns for a block whose lines are all read
 # frames, a report's body) and takes the first line after them (the exception), at most
 # this many lines more: a 40-frame traceback in the middle of a big log is read whole.
 MAX_CONTINUATION = 400
+#: A block is the reader's reused buffer (a bytearray, read into in place: no copy of a 4 MiB
+#: chunk, no fresh pages to fault in) or, from tests and callers, plain bytes.
+Block = bytes | bytearray
 
 class LineSelector:
     """Decides which lines of a block reach the per-line stages."""
@@ -50,24 +59,27 @@ class LineSelector:
         self._engine: engines.Engine | None = None  # built on the first big block
         self.offset = 0  # bytes of the input seen before the current block
 
-    def pick(self, block: bytes, total: int | None, final: bool
+    def pick(self, block: Block, total: int | None, final: bool, size: int | None = None
              ) -> Iterator[tuple[int, int]] | None:
-        """(start, end) byte spans of the chosen lines of `block` (lines split on b'\\n'), or
-        EVERY_LINE when all of them are (a small log, a block inside the head or tail)."""
+        """(start, end) byte spans of the chosen lines of `block[:size]` (lines split on
+        b'\\n'), or EVERY_LINE when all of them are (a small log, a block inside the head or
+        tail). `size` is where the block ends in a reused buffer (default: all of it); the
+        byte there, if any, is the newline that ended the block's last line."""
+        size = len(block) if size is None else size
         start_offset = self.offset
-        self.offset += len(block) + 1
+        self.offset += size + 1
         full_until = max(0, HEAD_BYTES - start_offset)
-        full_from = len(block) - TAIL_BYTES if final else len(block) + 1
+        full_from = size - TAIL_BYTES if final else size + 1
         if total is not None and total <= HEAD_BYTES + TAIL_BYTES:
-            full_until = len(block) + 1
-        if full_until >= full_from or full_until > len(block):
+            full_until = size + 1
+        if full_until >= full_from or full_until > size:
             return EVERY_LINE
-        hits = {h: True for h in _thin(self._hits(block))}
-        for sample in _samples(block):
+        hits = {h: True for h in _thin(self._hits(memoryview(block)[:size]))}
+        for sample in _samples(size, _samples_for(size, total)):
             hits.setdefault(sample, False)  # a sample is one line, without context
-        return _spans(block, sorted(hits.items()), full_until, full_from)
+        return _spans(block, size, sorted(hits.items()), full_until, full_from)
 
-    def _hits(self, block: bytes) -> engines.Hits:
+    def _hits(self, block: Block | memoryview) -> engines.Hits:
         """(offset, which trigger) of every trigger occurrence in the block."""
         if self._engine is None:
             self._engine = engines.build(self._engine_name, self.triggers, self.words)
@@ -91,7 +103,7 @@ class LineSelector:
             begin = raw.rfind(b"\r", 0, end) + 1
             spans.add((begin, end))
             end = begin - 1
-        for hit in [*_thin(self._hits(raw)), *_samples(raw)]:
+        for hit in [*_thin(self._hits(raw)), *_samples(len(raw))]:
             begin = raw.rfind(b"\r", 0, hit) + 1
             spans.add((begin, _find_or_end(raw, b"\r", hit)))
         return [raw[a:b] for a, b in sorted(spans)]
@@ -113,25 +125,35 @@ def _thin(hits: list[tuple[int, object]]) -> list[int]:
     return kept
 
 
-def _find_or_end(data: bytes, needle: bytes, start: int) -> int:
-    found = data.find(needle, start)
-    return len(data) if found < 0 else found
+def _find_or_end(data: Block, needle: bytes, start: int, size: int | None = None) -> int:
+    end = len(data) if size is None else size
+    found = data.find(needle, start, end)
+    return end if found < 0 else found
 
 
-def _samples(block: bytes) -> range:
-    step = max(1, len(block) // SAMPLES_PER_BLOCK)
-    return range(step // 2, len(block), step)
+def _samples_for(size: int, total: int | None) -> int:
+    """How many samples a block of `size` bytes gets in a log of `total` bytes."""
+    if not total:
+        return SAMPLES_PER_BLOCK
+    share = SAMPLES_PER_LOG * size // total
+    return max(MIN_SAMPLES_PER_BLOCK, min(SAMPLES_PER_BLOCK, share))
 
 
-def _all_spans(block: bytes) -> Iterator[tuple[int, int]]:
-    return _all_spans_between(block, 0, len(block) + 1)
+def _samples(size: int, count: int = SAMPLES_PER_BLOCK) -> range:
+    step = max(1, size // count)
+    return range(step // 2, size, step)
 
 
-def _spans(block: bytes, hits: list[tuple[int, bool]], full_until: int, full_from: int
-           ) -> Iterator[tuple[int, int]]:
+def _all_spans(block: Block, size: int | None = None) -> Iterator[tuple[int, int]]:
+    size = len(block) if size is None else size
+    return _all_spans_between(block, size, 0, size + 1)
+
+
+def _spans(block: Block, size: int, hits: list[tuple[int, bool]], full_until: int,
+           full_from: int) -> Iterator[tuple[int, int]]:
     """Lines in the full head/tail ranges, and lines at (around) each hit, once each, in order."""
     last_end = -1  # end of the last emitted line
-    for start, end in _all_spans_between(block, 0, full_until):
+    for start, end in _all_spans_between(block, size, 0, full_until):
         yield start, end
         last_end = end
     anchors = [(h, context) for h, context in hits if full_until <= h < full_from]
@@ -145,15 +167,15 @@ def _spans(block: bytes, hits: list[tuple[int, bool]], full_until: int, full_fro
             start = _line_start(block, start - 1)
         start = max(start, last_end + 1)
         if not context:  # a sample, for the curves: one line, and of a progress bar its last state
-            end = _find_or_end(block, b"\n", start)
+            end = _find_or_end(block, b"\n", start, size)
             if end > last_end:
                 yield _last_update(block, start, end), end
                 last_end = end
             continue
         budget = 1 + CONTEXT_AFTER + _lines_before(block, start, hit)
         continued = 0
-        while start <= len(block) and start < full_from:
-            end = _find_or_end(block, b"\n", start)
+        while start <= size and start < full_from:
+            end = _find_or_end(block, b"\n", start, size)
             yield start, end
             indented = block.startswith((b" ", b"\t"), start)
             last_end, start = end, end + 1
@@ -162,29 +184,30 @@ def _spans(block: bytes, hits: list[tuple[int, bool]], full_until: int, full_fro
                 if not indented or continued >= MAX_CONTINUATION:
                     break
                 continued += 1
-    if full_from <= len(block):
+    if full_from <= size:
         tail_start = max(_line_start(block, full_from), last_end + 1)
-        yield from _all_spans_between(block, tail_start, len(block) + 1)
+        yield from _all_spans_between(block, size, tail_start, size + 1)
 
 
-def _all_spans_between(block: bytes, begin: int, until: int) -> Iterator[tuple[int, int]]:
+def _all_spans_between(block: Block, size: int, begin: int, until: int
+                       ) -> Iterator[tuple[int, int]]:
     start = begin
-    while start < until and start <= len(block):
-        end = _find_or_end(block, b"\n", start)
+    while start < until and start <= size:
+        end = _find_or_end(block, b"\n", start, size)
         yield start, end
         start = end + 1
 
 
-def _last_update(block: bytes, start: int, end: int) -> int:
+def _last_update(block: Block, start: int, end: int) -> int:
     """Where the last non-empty '\r' update of the line block[start:end] starts."""
     while end > start and block[end - 1] == 0x0D:  # "\r\n" line ends, a bar's final '\r'
         end -= 1
     return block.rfind(b"\r", start, end) + 1 or start
 
 
-def _line_start(block: bytes, position: int) -> int:
+def _line_start(block: Block, position: int) -> int:
     return block.rfind(b"\n", 0, position) + 1
 
 
-def _lines_before(block: bytes, start: int, hit: int) -> int:
+def _lines_before(block: Block, start: int, hit: int) -> int:
     return block.count(b"\n", start, hit)
