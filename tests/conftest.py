@@ -13,6 +13,15 @@ from minrepro.model import Diagnosis, Evidence
 from minrepro.taxonomy import CATEGORY_OF
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cache_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Compiled scan databases go to a folder of this test session, not the user's cache
+    (CLI subprocesses inherit it)."""
+    import os
+
+    os.environ["MINREPRO_CACHE"] = str(tmp_path_factory.mktemp("minrepro-cache"))
+
+
 @pytest.fixture
 def make_diagnosis() -> Callable[..., Diagnosis]:
     """A hand-built Diagnosis for `cause`; keyword arguments override the fields."""

@@ -23,6 +23,7 @@ from functools import cache
 from types import ModuleType
 from typing import Protocol
 
+from minrepro.diagnose import hscache
 from minrepro.diagnose.literals import trie_pattern
 
 ENGINES = ("hyperscan", "ahocorasick", "re")
@@ -60,8 +61,9 @@ def best_engine() -> str:
 def build(name: str, literals: tuple[str, ...], words: tuple[str, ...]) -> Engine:
     """The engine `name` ("auto": the best here) for lower-case `literals` (anywhere) and
     `words` (whole words only); an engine that fails to build falls back to the next.
-    Built once per process for each set of words (hyperscan's compile takes ~30 ms, as long
-    as diagnosing a small log): engines hold no state between scans."""
+    Built once per process for each set of words (hyperscan's compile takes ~55 ms, longer
+    than diagnosing a small log; `hscache` keeps it between runs): engines hold no state
+    between scans."""
     return _build(best_engine() if name == "auto" else name, literals, words)
 
 
@@ -101,10 +103,8 @@ class _Hyperscan:
             expressions.append(_words_pattern(words).encode())
         self._module = hyperscan
         self._local = threading.local()
-        self._db = hyperscan.Database()
-        self._db.compile(expressions=expressions, ids=list(range(len(expressions))),
-                         elements=len(expressions),
-                         flags=[hyperscan.HS_FLAG_CASELESS] * len(expressions))
+        self._db = hscache.database(hyperscan, expressions,
+                                    [hyperscan.HS_FLAG_CASELESS] * len(expressions))
 
     def hits(self, block: Buffer) -> Hits:
         found: Hits = []

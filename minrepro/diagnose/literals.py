@@ -12,6 +12,8 @@ import re
 import threading
 from collections.abc import Callable, Iterable
 
+from minrepro.diagnose import hscache
+
 
 def trie_pattern(words: Iterable[str]) -> str:
     """A trie-shaped regex source that finds where any of the literals occurs (a literal that
@@ -148,10 +150,9 @@ def _hyperscan_present(words: tuple[str, ...]) -> Callable[[str], list[str]] | N
         return None
     expressions = ["".join(f"\\x{b:02x}" for b in w.encode("utf-8", "surrogatepass")).encode()
                    for w in words]
-    database = hyperscan.Database()
     try:
-        database.compile(expressions=expressions, ids=list(range(len(words))),
-                         elements=len(words), flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(words))
+        database = hscache.database(hyperscan, expressions,
+                                    [hyperscan.HS_FLAG_SINGLEMATCH] * len(words))
     except Exception:  # noqa: BLE001 - any accelerator failure falls back to the trie
         return None
     scan = database.scan
