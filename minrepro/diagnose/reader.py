@@ -13,11 +13,21 @@ import os
 import stat
 import sys
 import zlib
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from minrepro.diagnose.scan import EVERY_LINE, MANY_UPDATES, LineSelector
+from minrepro.diagnose.textbytes import (
+    Fill,
+    chain,
+    copy_into,
+    copying,
+    refuse_binary,
+    skip_leading_nuls,
+    transcode_utf16,
+    utf16_encoding,
+)
 from minrepro.errors import BadInputError, shown_path
 from minrepro.model import Line
 from minrepro.patterns import lazy
@@ -28,9 +38,7 @@ if TYPE_CHECKING:
 
 CHUNK_BYTES = 4 << 20
 MAX_LINE_BYTES = 16 * 1024  # longer records are cut here and flagged `truncated`
-_SNIFF_BYTES = 8192
 MAX_BLANK_RUN = 32
-_NUL_BLOCK = 16
 _LONG_LINE = 256  # shorter lines cannot hold a run long enough to cost anything
 _BLANK_RUN = lazy(rf"[ \t]{{{MAX_BLANK_RUN + 1},}}")
 #: The records of a physical line depend on its bytes alone: a line seen before (a progress
@@ -39,9 +47,6 @@ _BLANK_RUN = lazy(rf"[ \t]{{{MAX_BLANK_RUN + 1},}}")
 _RECORDS: dict[bytes, list[tuple[int | None, str, bool]]] = {}
 _MEMO_BYTES = 1024  # lines up to this long are remembered
 _MEMO_LINES = 8192
-
-#: Fills a view of the reader's buffer with the next bytes of text; 0 at the end.
-Fill = Callable[[memoryview], int]
 
 _RANK_PREFIX = lazy(
     r"^(?:\[\d+\]\s+)?"  # a line-number prefix some launchers add: "[80746] "
@@ -129,18 +134,18 @@ class LogReader:
         """What fills the reader's buffer with the log's UTF-8 text: a regular file is read
         into it in place; gzip, UTF-16 and stdin are decoded chunk by chunk and copied in."""
         chunks = self._raw_chunks(stream)
-        first = _skip_leading_nuls(chunks)
+        first = skip_leading_nuls(chunks)
         if first[:2] == b"\x1f\x8b":
             self.compressed = True  # total_bytes is no longer the size of the text
-            chunks = self._gunzip(_chain(first, chunks))
+            chunks = self._gunzip(chain(first, chunks))
             first = next(chunks, b"")
-        encoding = _utf16_encoding(first)
+        encoding = utf16_encoding(first)
         if encoding:
-            return _copying(_transcode_utf16(_chain(first, chunks), encoding))
-        _refuse_binary(first, shown_path(self.source))
+            return copying(transcode_utf16(chain(first, chunks), encoding))
+        refuse_binary(first, shown_path(self.source))
         first = first.removeprefix(codecs.BOM_UTF8)
         if self.compressed or self.total_bytes is None:
-            return _copying(_chain(first, chunks))
+            return copying(chain(first, chunks))
         return self._reading_into(stream, first)
 
     def _reading_into(self, stream: BinaryIO, first: bytes) -> Fill:
@@ -151,7 +156,7 @@ class LogReader:
 
         def fill(view: memoryview) -> int:
             if served:
-                return _copy_into(view, served, 0)
+                return copy_into(view, served, 0)
             left = total - self.bytes_read
             if left <= 0:
                 return 0
@@ -348,88 +353,3 @@ def _after_separator(raw: bytes) -> bytes:
     """The part of a physical line after the over-long record that was already cut."""
     cut = raw.find(b"\r")
     return raw[cut + 1:] if cut >= 0 else b""
-
-
-def _skip_leading_nuls(chunks: Iterator[bytes]) -> bytes:
-    """The first chunk with text in it, leading NUL bytes dropped: logrotate's `copytruncate`
-    leaves the writer's old offset behind, and the file then starts with a block of NULs."""
-    skipped = 0
-    for chunk in chunks:
-        text = chunk.lstrip(b"\x00")
-        skipped += len(chunk) - len(text)
-        if text:  # one or two NULs may be UTF-16-BE without a BOM: only a block is dropped
-            return text if skipped >= _NUL_BLOCK else chunk
-    return b""
-
-
-def _copying(chunks: Iterator[bytes]) -> Fill:
-    """A Fill that copies decoded chunks into the buffer (what is left of a chunk waits)."""
-    rest: list[bytes] = []
-    offset = 0
-
-    def fill(view: memoryview) -> int:
-        nonlocal offset
-        while not rest:
-            chunk = next(chunks, None)
-            if chunk is None:
-                return 0
-            if chunk:
-                rest.append(chunk)
-                offset = 0
-        got = _copy_into(view, rest, offset)
-        offset = 0 if not rest else offset + got
-        return got
-
-    return fill
-
-
-def _copy_into(view: memoryview, queue: list[bytes], offset: int) -> int:
-    """Copy queue[0][offset:] into the view, as much as fits; drop it from the queue once
-    all of it is copied. Returns how many bytes were copied."""
-    data = queue[0]
-    got = min(len(view), len(data) - offset)
-    view[:got] = memoryview(data)[offset:offset + got]
-    if offset + got >= len(data):
-        queue.pop(0)
-    return got
-
-
-def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
-    yield first
-    yield from rest
-
-
-def _utf16_encoding(head: bytes) -> str | None:
-    """'utf-16' for a BOM, 'utf-16-le'/'-be' for BOM-less text that is mostly ASCII."""
-    if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
-        return "utf-16"
-    sample = head[:_SNIFF_BYTES] if len(head) >= 64 else b""
-    half = len(sample) // 2
-    if half and sample[1::2].count(0) > 0.9 * half and sample[0::2].count(0) < 0.1 * half:
-        return "utf-16-le"
-    if half and sample[0::2].count(0) > 0.9 * half and sample[1::2].count(0) < 0.1 * half:
-        return "utf-16-be"
-    return None
-
-
-def _transcode_utf16(chunks: Iterator[bytes], encoding: str) -> Iterator[bytes]:
-    decoder = codecs.getincrementaldecoder(encoding)("replace")
-    for chunk in chunks:
-        yield decoder.decode(chunk).encode("utf-8")
-    yield decoder.decode(b"", final=True).encode("utf-8")
-
-
-def _refuse_binary(head: bytes, source: str) -> None:
-    """Reject data that is clearly not text (images, archives, model checkpoints): they hold
-    control bytes (~10 % of random bytes are). Text in another encoding (GBK, Shift-JIS,
-    Latin-1: a log from a Windows machine set to Chinese) is text; its bad UTF-8 is replaced."""
-    sample = head[:_SNIFF_BYTES]
-    if not sample:
-        return
-    controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
-    if controls > 0.05 * len(sample):
-        raise BadInputError(f"{source}: not a text log (binary data)")
-
-
-# Control bytes that text logs do not contain (tab, newlines, form feed and ESC are allowed).
-_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27)) + b"\x7f"
