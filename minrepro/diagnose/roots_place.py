@@ -1,0 +1,153 @@
+"""Root rules of the last tier, tried after the evidence rules of `roots.py`: what the
+message alone does not decide, decided by where the failure was raised (the user's or the
+repo's own code, a library refusing what that code handed it, torch's own asserts)."""
+
+from __future__ import annotations
+
+from minrepro.diagnose.rootrule import CALLED, CALLER, LIBRARY, USER, RootRule
+from minrepro.model import RootClass
+
+# a RuntimeError that says this is no tensor operation refusing its inputs: the GPU, the
+# runtime, the network, a worker (other rules, or none, decide those)
+_NOT_A_TENSOR_OP = (r"(?i)CUDA|NCCL|cuDNN|CUBLAS|illegal memory|launch failure|out of memory|"
+                    r"DataLoader worker|gloo|distributed|timed? ?out|connection|socket|"
+                    r"ProcessGroup|c10d|HIP|MPS|INTERNAL ASSERT")
+
+C, D, K, E, F = (RootClass.CONFIG, RootClass.DATA, RootClass.CODE, RootClass.ENVIRONMENT,
+                 RootClass.FRAMEWORK)
+
+PLACE_RULES: tuple[RootRule, ...] = (
+    # code: raised in the user's or the repo's own code
+    RootRule("MR-ROOT-059", C, "A setting was left unset (None) where the code needs a value",
+             "Give the setting the raising line reads (a command-line flag, a config key, or "
+             "the launcher's config: `accelerate config`).", types=("AttributeError", "TypeError"),
+             # the headline names the attribute, the raising line reads it off a setting
+             message=r"'NoneType' object has no attribute '(\w+)'[^\n]*\n[^\n]*\b(?:args|opts?|"
+                     r"cfg|config|conf|hparams|training_args)(?:\.\w+){1,4}\.\1\b",
+             scope="raise"),
+    RootRule("MR-ROOT-069", D, "A sample failed to load (None) inside a DataLoader worker",
+             "Find the sample the worker was reading (cv2.imread and PIL return None or raise "
+             "on a missing or corrupt file) and fix or skip it; check the paths in the "
+             "annotation list.", types=("AttributeError", "TypeError"),
+             message=r"'NoneType' object", in_worker=True),
+    RootRule("MR-ROOT-070", C, "A path setting was left unset (None) where a file is opened",
+             "Give the path the raising line opens (the config key or flag that names the "
+             "file); a default of None reaches open() or os.path as None.",
+             types=("TypeError",),
+             message=r"expected str, bytes or os\.PathLike object, not NoneType"),
+    RootRule("MR-ROOT-039", None, "A value was None where an object was expected",
+             "None comes from a setting not given, a file that failed to load (cv2.imread), "
+             "or the code: look at where the value was made.", types=("AttributeError",
+                                                                     "TypeError"),
+             message=r"'NoneType' object"),
+    RootRule("MR-ROOT-041", K, "The code passed a plain Python value where a tensor or model "
+             "was expected", "Read the innermost frame of your code: convert the value "
+             "(torch.stack / torch.tensor) or pass the right object.",
+             types=("AttributeError", "TypeError"),
+             message=r"'(?:list|dict|tuple|str|int|float|bool|ndarray|generator|module)' "
+                     r"object (?:has no attribute|is not|does not)"),
+    # torch refusing what the caller's code handed it, wherever inside torch it was raised
+    RootRule("MR-ROOT-053", K, "The code uses a tensor in a way torch does not allow",
+             "Read the innermost frame of your code: index or .item() a 0-d tensor instead of "
+             "iterating it, .detach().cpu() before .numpy(), reduce a many-element tensor "
+             "before `if` / float().",
+             types=("TypeError", "ValueError", "RuntimeError"),
+             message=r"iteration over a 0-d tensor|len\(\) of a 0-d tensor|only (?:one element|"
+                     r"integer) tensors can be converted|a Tensor with \d+ elements cannot be "
+                     r"converted to Scalar|Boolean value of Tensor with more than one (?:value|"
+                     r"element) is ambiguous|Can't call numpy\(\) on Tensor that requires grad|"
+                     r"can't convert (?:cuda|CUDA|mps)[^\n]{0,40}to numpy|"
+                     r"backward can only be called in training mode|"
+                     r"a leaf Variable that requires grad (?:is being|has been) used in an "
+                     r"in-place operation|"
+                     # tensors of sizes that do not fit together (broadcast, cat, view)
+                     r"The size of tensor a \(\d+\) must match the size of tensor b|"
+                     r"Sizes of tensors must match except in dimension|"
+                     r"is invalid for input of size \d+"),
+    RootRule("MR-ROOT-043", K, "A custom autograd Function returns the wrong gradients",
+             "Return one gradient per input of forward (None for inputs that need none), "
+             "each shaped like its input.",
+             message=r"returned an incorrect number of gradients|returned an invalid gradient|"
+                     r"function \w+Backward returned"),
+    RootRule("MR-ROOT-042", K, "The code does not run as written (a name or syntax error)",
+             "Read the line the error names: a typo, a missing import, or code for another "
+             "Python.", types=("NameError", "UnboundLocalError", "SyntaxError",
+                               "IndentationError", "TabError")),
+    # the run's settings object (OmegaConf, yacs, mmcv, argparse, EasyDict) lacking a key
+    RootRule("MR-ROOT-056", C, "The run's config has no such key",
+             "Add the key to the config file (or the command line), or check its spelling "
+             "against what the code reads.", types=("AttributeError",),
+             message=r"'(?:DictConfig|ListConfig|CfgNode|ConfigDict|Config|EasyDict|Namespace|"
+                     r"AttrDict|Munch|SimpleNamespace|Box)' object has no attribute"),
+    # a framework's own kinds of object (a Trainer, a config, a tokenizer, an optimizer): what
+    # the code asks of them and they lack is an API the installed version renamed or dropped
+    RootRule("MR-ROOT-054", E, "A framework object lacks an attribute the code uses: the "
+             "installed version renamed or removed it", "Install the framework version the code "
+             "was written for (the repo's requirements), or port the attribute to the installed "
+             "API (the message's 'Did you mean' names it where Python knows).",
+             types=("AttributeError",),
+             message=r"'(?:\w*Trainer|Accelerator|\w*Arguments|\w*Config|\w*Tokenizer(?:Fast)?|"
+                     r"\w*Processor|\w*Pipeline|DeepSpeedEngine|\w*LR[Ss]cheduler|\w*Optimizer|"
+                     r"\w*Strategy|\w*Callback|\w*DataModule|LightningModule)' object has no "
+                     r"attribute"),
+    RootRule("MR-ROOT-044", K, "The code asks an object of its own for an attribute it does "
+             "not have", "Read the innermost frame of your code: a typo, a model wrapped by "
+             "DataParallel/DDP (use model.module), or an attribute set only on another path.",
+             types=("AttributeError", "ModuleAttributeError"), raised_in=CALLER,
+             message=r"^(?:[\w.]+\.)?(?:Module)?AttributeError: '[A-Z]\w*' object has no "
+                     r"attribute"),
+    # raised inside a library, on an object of another library: the two installed versions
+    # do not fit (peft reading a bitsandbytes field the installed bitsandbytes lacks)
+    RootRule("MR-ROOT-046", E, "A library reads an attribute that another installed "
+             "library's version does not have", "Install versions that fit each other (the "
+             "pairs the repo's requirements pin; upgrade the one named in the message).",
+             types=("AttributeError",), raised_in=LIBRARY,
+             message=r"^(?:[\w.]+\.)?AttributeError: '[A-Z]\w*' object has no attribute"),
+    # last: a library refusing what the user's code handed it (a value of the wrong kind, a
+    # name registered twice, an eval-mode module asked for a backward); settings, versions and
+    # data that explain such a refusal are the rules above
+    RootRule("MR-ROOT-060", C, "A library does not implement the option or combination asked "
+             "for", "Read the raising frame: pick a setting the library supports for this model "
+             "(or a release that adds it).", types=("NotImplementedError",), raised_in=LIBRARY),
+    RootRule("MR-ROOT-061", D, "A data file lacks a key its format needs (an annotation or "
+             "table column)", "Check the data file against the format the loader expects "
+             "(COCO json: images, annotations, categories; the CSV's column names).",
+             types=("KeyError",), packages=("pycocotools", "pandas", "lvis")),
+    RootRule("MR-ROOT-065", C, "A file, folder or dataset the run was told to use is not "
+             "there", "Check the path in the config or command line (relative paths resolve "
+             "from the directory the job starts in).",
+             types=("Exception", "RuntimeError", "ValueError", "AssertionError", "OSError",
+                    "KeyError"),
+             message=r"(?i)\b(?:dataset|data|file|folder|path|directory|dir|weights?|model|"
+                     r"checkpoint|config)\b[^\n]{0,60}\b(?:not (?:be )?found|does not exist|"
+                     r"doesn't exist|not exist)", scope="raise"),
+    RootRule("MR-ROOT-066", D, "A value in the data is not in the form the code parses",
+             "Find the sample or annotation holding the value the message quotes and fix it "
+             "(or parse it the way the data writes it).", types=("ValueError",),
+             message=r"invalid literal for int\(\) with base \d+|could not convert string to "
+                     r"float", scope="raise"),
+    RootRule("MR-ROOT-057", K, "A tensor operation in the training code refused its inputs",
+             "Read the innermost frame of your code: the shapes, dtypes or values it passes do "
+             "not fit the operation.", types=("RuntimeError",), raised_in=USER,
+             unless=_NOT_A_TENSOR_OP),
+    RootRule("MR-ROOT-067", K, "A torch operation the training code called refused its inputs",
+             "Read the innermost frame of your code: the shapes, operands or values it passes "
+             "do not fit the torch call.", types=("RuntimeError",), raised_in=CALLED,
+             packages=("torch",), unless=_NOT_A_TENSOR_OP),
+    RootRule("MR-ROOT-055", K, "A library refused what the code handed it",
+             "Read the innermost frame of your code in the traceback and the library's message: "
+             "the value, type or call it passes does not fit what the library takes.",
+             types=("ValueError", "AssertionError", "TypeError", "StopIteration"),
+             raised_in=CALLED),
+    RootRule("MR-ROOT-072", F, "An assertion inside PyTorch's own code failed",
+             "Search PyTorch's issues for the assertion's message and the torch version; try "
+             "the nearest other torch release (a known bug is often fixed or not yet in).",
+             types=("AssertionError",), raised_in=LIBRARY, packages=("torch",)),
+    RootRule("MR-ROOT-040", K, "An error in the training code itself",
+             "Read the innermost frame of your code in the traceback: the bug is there.",
+             types=("TypeError", "AttributeError", "NameError", "UnboundLocalError",
+                    "IndexError", "KeyError", "ValueError", "AssertionError",
+                    "ZeroDivisionError", "NotImplementedError", "RecursionError",
+                    "StopIteration", "SyntaxError", "IndentationError"),
+             raised_in=USER),
+)
