@@ -13,7 +13,7 @@ from minrepro.diagnose.matcher import RuleMatcher
 from minrepro.diagnose.pipeline import diagnose_lines
 from minrepro.diagnose.rules import files as rulefiles
 from minrepro.diagnose.rules import registry as rulepack
-from minrepro.diagnose.rules.pack import load_rule_file
+from minrepro.diagnose.rules.pack import load_rule_file, signal_matches
 from minrepro.diagnose.rules.registry import load_rules
 from minrepro.errors import RulePackError
 from minrepro.model import Line
@@ -25,7 +25,7 @@ SCHEMA_DIR = Path(__file__).parent / "rule_schema"
 
 
 def _primary_hits(rule, text: str) -> list[str]:
-    return [s.name for s in rule.signals if s.role == "primary" and s.pattern.search(text)]
+    return [s.name for s in rule.signals if s.role == "primary" and signal_matches(s, text)]
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
@@ -35,6 +35,20 @@ def test_rule_examples(rule) -> None:
         assert _primary_hits(rule, text), f"{rule.id} should match: {text!r}"
     for text in rule.examples_no_match:
         assert not _primary_hits(rule, text), f"{rule.id} should not match: {text!r}"
+
+
+def test_a_signal_relation_keeps_only_matches_whose_numbers_hold() -> None:
+    """`exceeds: [seq_len, max_positions]`: 937 tokens against a 512 table is a hit, 8
+    against 1024 (a broadcast of other tensors) is not, and neither is a tie."""
+    (rule,) = [r for r in RULES if r.cause == "position_overflow"]
+    (signal,) = [s for s in rule.signals if s.name == "hf-size-mismatch"]
+    text = "RuntimeError: The size of tensor a ({}) must match the size of tensor b ({}) at " \
+           "non-singleton dimension 1"
+    assert signal.exceeds == ("seq_len", "max_positions")
+    assert signal_matches(signal, text.format(937, 512))
+    assert not signal_matches(signal, text.format(8, 1024))
+    assert not signal_matches(signal, text.format(512, 512))
+    assert diagnose_lines(Line(line=1, text=text.format(8, 1024)) for _ in (0,)).cause is None
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
@@ -198,3 +212,19 @@ def test_rule_cases_through_matcher_and_decide(rule, case) -> None:
     if case.cause is not None:
         credited = REGISTRY.get(diagnosis.rule_id or "")
         assert credited is not None and credited.cause == case.cause
+
+
+def test_a_comment_in_the_source_line_of_a_traceback_is_no_evidence() -> None:
+    """Python quotes the raising source line; its comment (`# avoid a CUDA memory leak`) is
+    the code's author talking, not the run: no cause from it. The same words as a report's
+    prose still count."""
+    frame = ['  File "/content/yolov9/train.py", line 108, in train',
+             "    ckpt = torch.load(weights)  # load to CPU to avoid CUDA memory leak",
+             "_pickle.UnpicklingError: invalid load key, '<'."]
+    lines = [Line(line=n, text=t) for n, t in enumerate(["Traceback (most recent call last):",
+                                                         *frame], start=1)]
+    assert diagnose_lines(iter(lines)).cause is None
+    prose = "GPU memory leak: memory keeps increasing every iteration"
+    matcher = RuleMatcher(RULES)
+    matcher.feed(Line(line=1, text=prose))
+    assert "undetached_loss_list" in {f.cause for f in matcher.findings()}

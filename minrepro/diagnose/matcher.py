@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, cast
 
 from minrepro.diagnose.extract.units import parse_duration_ms, parse_size
@@ -159,8 +159,14 @@ class RuleMatcher:
         # line whose searches were slow is not kept: each copy of it pays, and spends the
         # budgets, as a crafted log of many such lines must.
         self._memo: tuple[dict[str, list], dict[str, list]] = ({}, {})
+        # The line before was a traceback's `File "...", line N, in f`: this one is the source
+        # line Python quotes (`ckpt = torch.load(w)  # avoid a CUDA memory leak`).
+        self._after_frame = False
 
     def feed(self, line: Line) -> None:
+        after_frame, self._after_frame = self._after_frame, _is_frame(line.text)
+        if after_frame and "#" in line.text:  # Python's copy of the source: its comment
+            line = replace(line, text=line.text.partition("#")[0].rstrip())  # is no evidence
         prose = line.line <= PROSE_LINES
         text = line.text
         self._chars += len(text)
@@ -202,6 +208,8 @@ class RuleMatcher:
             found = cast("regex.Match[str] | None", match)
             groups = None if found is None else {
                 k: v for k, v in found.groupdict().items() if v is not None}
+            if groups is not None and not signal.holds(groups):
+                groups = None  # the numbers say this is not the cause (a short input)
             prefilter.note((r, s), groups is not None)
             if groups is not None:
                 self._state.setdefault((r, s), _SignalState()).add(line, groups)
@@ -257,6 +265,11 @@ class RuleMatcher:
             supersedes=rule.supersedes,
             kept_share=_kept_share(rule.signals, [s for s in counted if s in against]),
         )
+
+
+def _is_frame(text: str) -> bool:
+    stripped = text.lstrip()
+    return stripped.startswith('File "') and '", line ' in stripped
 
 
 def _near(lines: list[int], anchors: list[int], within: int) -> bool:

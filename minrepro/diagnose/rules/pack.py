@@ -20,6 +20,8 @@ A rule file looks like::
         severity: crash              # crash | symptom | warning | prose
         within: 40                   # support/against: counts only this near a primary hit
         variant: hf_buffer           # the repro variant this evidence points to
+        exceeds: [seq_len, max_positions]  # optional: a hit only where the first group's
+                                           # number is larger than the second's
     examples: {match: [...], no_match: [...]}   # single lines for the regexes alone
     cases:                         # named logs run through the whole diagnose path
       - name: bert-long-input
@@ -54,7 +56,7 @@ _RULE_KEYS = {"id", "cause", "category", "root", "variant_roots", "variant_fixes
               "explanation", "fix",
               "references", "params", "signals", "examples", "cases", "cascade", "supersedes"}
 _SIGNAL_KEYS = {"name", "pattern", "hint", "requires", "weight", "role", "severity", "within",
-                "variant", "ignore_case"}
+                "variant", "ignore_case", "exceeds"}
 _CASE_KEYS = {"name", "log", "cause", "params"}
 _REQUIRED = ("id", "cause", "category", "title", "explanation", "fix", "signals")
 ID = lazy(r"MR-(?:MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR|MON)-\d{3}")
@@ -77,6 +79,19 @@ class Signal:
     within: int = 40
     variant: str | None = None
     requires: tuple[str, ...] = ()  # lower-case literals, one of which must occur too
+    # (larger, smaller): a match counts only where the number the first named group captured
+    # is larger than the second's (a sequence of 8 never overflows a table of 1024)
+    exceeds: tuple[str, str] | None = None
+
+    def holds(self, groups: dict[str, str]) -> bool:
+        """Whether a match's groups keep the signal's number relation (none: always)."""
+        if self.exceeds is None:
+            return True
+        try:
+            larger, smaller = (float(groups[name].replace(",", "")) for name in self.exceeds)
+        except (KeyError, ValueError):
+            return False
+        return larger > smaller
 
     @property
     def pattern(self) -> regex.Pattern[str]:
@@ -247,8 +262,17 @@ class _RuleChecker(Checker):
         variant = raw.get("variant")
         if variant is not None and not (isinstance(variant, str) and IDENTIFIER.fullmatch(variant)):
             self.fail(key + "variant", "should be an identifier")
+        exceeds = raw.get("exceeds")
+        if exceeds is not None:
+            pair = exceeds if isinstance(exceeds, list) else []
+            if len(pair) != 2 or not all(name in params for name in pair):
+                self.fail(key + "exceeds", "should name two params the pattern captures:"
+                          " [larger, smaller]")
+            if self.eager and not all(f"(?P<{name}>" in source for name in pair):
+                self.fail(key + "exceeds", "both groups should be captured by the pattern")
+            exceeds = (pair[0], pair[1])
         return Signal(
-            name=name, source=source, ignore_case=ignore_case,
+            name=name, source=source, ignore_case=ignore_case, exceeds=exceeds,
             hints=tuple(w.lower() for w in self.words(raw, "hint", key)), weight=float(weight),
             role=self.choice(raw, "role", Role, Role.PRIMARY, key),
             severity=self.choice(raw, "severity", Severity, Severity.CRASH, key), within=within,
@@ -303,7 +327,7 @@ def _check_examples(rule: Rule) -> None:
     """Each `examples.match` line matches a signal of the rule; no `no_match` line does."""
     def matched(text: str) -> bool:
         try:
-            return any(signal.pattern.search(text, timeout=1.0) for signal in rule.signals)
+            return any(signal_matches(signal, text) for signal in rule.signals)
         except TimeoutError:
             raise RulePackError(f"{rule.source}: {rule.id}: examples: a pattern takes over a"
                                 " second on an example (a catastrophic regex?)") from None
@@ -316,6 +340,13 @@ def _check_examples(rule: Rule) -> None:
         if matched(text):
             raise RulePackError(f"{rule.source}: {rule.id}: examples.no_match: a signal "
                                 f"matches {shown_path(text[:60])!r}")
+
+
+def signal_matches(signal: Signal, text: str) -> bool:
+    """Whether the signal's regex matches `text` with groups that keep its relation."""
+    found = signal.pattern.search(text, timeout=1.0)
+    return found is not None and signal.holds(
+        {k: v for k, v in found.groupdict().items() if v is not None})
 
 
 def load_rule_file(path: Path, *, eager: bool = True) -> Rule:
