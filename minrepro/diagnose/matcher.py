@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
 from minrepro.diagnose.extract.units import parse_duration_ms, parse_size
@@ -164,16 +164,16 @@ class RuleMatcher:
         self._after_frame = False
 
     def feed(self, line: Line) -> None:
-        after_frame, self._after_frame = self._after_frame, _is_frame(line.text)
-        if after_frame and "#" in line.text:  # Python's copy of the source: its comment
-            line = replace(line, text=line.text.partition("#")[0].rstrip())  # is no evidence
-        prose = line.line <= PROSE_LINES
         text = line.text
+        after_frame, self._after_frame = self._after_frame, _is_frame(text)
+        if after_frame and "#" in text:  # Python's copy of the source: its comment is no
+            text = text.partition("#")[0].rstrip()  # evidence (the line is still shown whole)
+        prose = line.line <= PROSE_LINES
         self._chars += len(text)
         memo = self._memo[prose]
         outcome = memo.get(text)
         if outcome is None:
-            outcome = self._run(line, prose)
+            outcome = self._run(line, text, prose)
             if outcome is not None:
                 if len(memo) >= _MEMO_LINES:
                     memo.clear()
@@ -183,25 +183,25 @@ class RuleMatcher:
             if name not in self.timeouts and not self.exhausted and groups is not None:
                 self._state.setdefault((r, s), _SignalState()).add(line, groups)
 
-    def _run(self, line: Line, prose: bool) -> list | None:
-        """Search the line; (r, s, name, groups or None) of each signal searched, or None
-        when a search timed out or was slow (the outcome is then not to be replayed)."""
+    def _run(self, line: Line, text: str, prose: bool) -> list | None:
+        """Search the line's `text`; (r, s, name, groups or None) of each signal searched, or
+        None when a search timed out or was slow (the outcome is then not to be replayed)."""
         outcome: list | None = []
         spent = self._total
-        lowered = line.text.lower()
+        lowered = text.lower()
         prefilter = self._plan.prefilter
         possible, checked = None, False
         for r, s, signal, name, requires in self._plan.candidates(lowered, prose):
             if (r, s) in prefilter.filtered:
                 if not checked:
-                    possible, checked = prefilter.possible(line.text), True
+                    possible, checked = prefilter.possible(text), True
                 if possible is not None and (r, s) not in possible:
                     continue  # it cannot match this line: no search
             if requires is not None and not requires(lowered):
                 continue
             if name in self.timeouts or self.exhausted:
                 continue  # a pattern that timed out once is off for the rest of the log
-            match = self._search(name, signal, line.text)
+            match = self._search(name, signal, text)
             if match is _TIMED_OUT:
                 outcome = None
                 continue
