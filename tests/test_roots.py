@@ -144,10 +144,60 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
     # a COCO annotation file without its 'categories'
     (tb(USER, ("/env/lib/python3.6/dist-packages/pycocotools/coco.py", "getCatIds",
                "cats = self.dataset['categories']"), exc="KeyError: 'categories'"), "data"),
+    # torch.load of a web page or a git-lfs pointer saved under the checkpoint's name
+    (tb(("train.py", "train", "ckpt = torch.load(weights, map_location='cpu')"),
+        ("/usr/lib/python3.10/dist-packages/torch/serialization.py", "_legacy_load",
+         "magic_number = pickle_module.load(f, **pickle_load_args)"),
+        exc="_pickle.UnpicklingError: invalid load key, '<'."), "config"),
+    (tb(USER, ("/env/lib/python3.10/site-packages/torch/serialization.py", "__init__",
+               "super().__init__(torch._C.PyTorchFileReader(name_or_buffer))"),
+        exc="RuntimeError: PytorchStreamReader failed reading zip archive: failed finding "
+            "central directory"), "config"),
+    # a library's code reading its own object's attribute that is not there: the library
+    (tb(USER, ("/venv/lib/python3.10/site-packages/lycoris/modules/diag_oft.py",
+               "apply_max_norm", "orig_norm = self.oft_diag.to(device).norm()"), GETATTR,
+        exc="AttributeError: 'DiagOFTModule' object has no attribute 'oft_diag'"), "framework"),
+    # ... but a library reading the attribute of a module the user's code built is not that
+    (tb(USER, ("/venv/lib/python3.10/site-packages/lycoris/kohya.py", "apply",
+               "scale = network.oft_diag"), GETATTR,
+        exc="AttributeError: 'Net' object has no attribute 'oft_diag'"), "code"),
+    # a registry without the model the config names: not the release (or fork) that has it
+    (tb(USER, ("/env/lib/python3.7/site-packages/mmcv/utils/registry.py", "build_from_cfg",
+               "f'{obj_type} is not in the {registry.name} registry')"),
+        exc="KeyError: 'MASTER is not in the models registry'"), "environment"),
+    # a checkpoint of another kind than the code reads
+    (tb(("./train.py", "<module>", "generator.module.load_state_dict(ckpt['generator'])"),
+        exc="KeyError: 'generator'"), "config"),
+    # a subclass's call of its framework base's __init__ that the installed release refuses
+    (tb(("tools/train_net.py", "__init__",
+         "super(DefaultTrainer, self).__init__(model, data_loader, optimizer)"),
+        exc="TypeError: __init__() takes 1 positional argument but 4 were given"),
+     "environment"),
+    # a label used as an index past the classes
+    (tb(("utils/utils.py", "build_targets", "tcls[b, best_n, gj, gi, target_labels] = 2"),
+        exc="RuntimeError: index 15 is out of bounds for dim with size 2"), "data"),
+    # a data folder that is not there, in the repo's own words
+    (tb(("train_dreambooth.py", "__init__",
+         'raise ValueError("Instance images root doesn\'t exists.")'),
+        exc="ValueError: Instance images root doesn't exists."), "config"),
 ])
 def test_root_from_where_it_was_raised(log: str, root: str) -> None:
     diagnosis = diagnose(log)
     assert diagnosis.root is not None and diagnosis.root.value == root, diagnosis.rule_id
+
+
+def test_an_index_past_the_end_outside_label_code_stays_the_codes() -> None:
+    log = tb(("train.py", "step", "x = buf[i + 1]"),
+             exc="IndexError: index 64 is out of bounds for axis 0 with size 64")
+    assert diagnose(log).root.value == "code"
+
+
+def test_a_qualified_bare_error_class_is_the_exception_type() -> None:
+    log = tb(USER, ("/venv/lib/python3.8/site-packages/gym/utils/passive_env_checker.py",
+                    "env_step_passive_checker", "raise error.Error("),
+             exc="gym.error.Error: Expected `Env.step` to return a four or five element tuple")
+    assert diagnose(log).failure.exc_type == "gym.error.Error"
+    assert diagnose("Error: could not open the file\n").failure is None
 
 
 def test_a_config_name_elsewhere_in_the_traceback_does_not_make_a_keyerror_config() -> None:

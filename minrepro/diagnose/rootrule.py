@@ -15,6 +15,10 @@ USER, LIBRARY, ANY = "user", "library", "any"
 CALLER = "caller"
 CALLED = "called"  # raised inside a library that the user's own code called (a user frame above)
 IMPORT = "import"  # raised while an installed package was being imported (its module body)
+# a library's own code asking its own object (`self.oft_diag`) for the attribute the message
+# says is missing: the library's objects do not fit its own code (a bug, or a half upgrade)
+OWN = "own"
+_MISSING = re.compile(r"has no attribute '(\w+)'")
 
 
 @dataclass(frozen=True)
@@ -25,7 +29,7 @@ class RootRule:
     fix: str
     types: tuple[str, ...] = ()  # exception short names (any, when empty)
     message: str = ""  # a regex the message (first lines) must match ("" : any)
-    raised_in: str = ANY  # user | library | caller | called | import | any
+    raised_in: str = ANY  # user | library | caller | called | import | own | any
     in_worker: bool | None = None  # raised inside a DataLoader worker (None: either)
     unless: str = ""  # a regex that, found, rules this rule out
     scope: str = "all"  # where `message` looks: "all" (headline + traceback) or "raise"
@@ -64,4 +68,18 @@ class RootRule:
             return library is not None and library.function == "<module>"
         if self.raised_in == CALLED:
             return library is not None and failure.user_frame is not None
+        if self.raised_in == OWN:
+            return _asked_by_its_own_code(failure)
         return True
+
+
+def _asked_by_its_own_code(failure: Failure) -> bool:
+    """The frame that asked for the missing attribute (the one above a `__getattr__`) is a
+    library's and reads it from `self`."""
+    missing = _MISSING.search(failure.headline)
+    frames = list(failure.frames)
+    if frames and frames[-1].function in ("__getattr__", "__getattribute__"):
+        frames.pop()
+    if not missing or not frames or frames[-1].package is None:
+        return False
+    return re.search(rf"\bself\.{missing.group(1)}\b", frames[-1].code or "") is not None

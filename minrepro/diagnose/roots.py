@@ -49,6 +49,12 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              types=("ImportError",),
              message=r"cannot import name|No module named|requires the \S+ library|"
                      r"undefined symbol|version `GLIBC|\.so[.\d]*: cannot open shared"),
+    RootRule("MR-ROOT-075", E, "A registry lacks the model or module the config names: the "
+             "installed package is not the release (or the repo's fork) that registers it",
+             "Install the release, or the repo's own modified copy (pip install -e . in it), "
+             "that defines the name; or import the module that registers it (custom_imports).",
+             types=("KeyError",), message=r"is not in the [\w:]+ registry|No object named "
+                                          r"'[\w.]+' found in '\w+' registry"),
     # an installed package that fails in its own module body: a broken or placeholder install
     # (`mmengine/__init__.py raise NotImplementedError`), a build that does not fit torch
     RootRule("MR-ROOT-045", E, "An installed package fails while it is being imported",
@@ -67,6 +73,14 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "not take", "Pin the versions the code was written for (pip install 'pkg==X'), "
              "or rename the keyword as the library's changelog says.", types=("TypeError",),
              message=r"(?:__init__|forward|\w+)\(\) got an unexpected keyword argument"),
+    # a subclass calling its base's __init__: the base is a framework's (a Trainer, a Dataset)
+    # whose signature the installed release changed
+    RootRule("MR-ROOT-077", E, "A class calls its base class's __init__ with arguments the "
+             "installed release's base no longer takes", "Install the framework release the "
+             "code was written for (the repo's requirements), or update the super().__init__ "
+             "call to the installed signature.", types=("TypeError",), scope="raise",
+             message=r"(?s)(?:takes \d+ positional arguments? but \d+ (?:were|was) given|missing "
+                     r"\d+ required).*\bsuper\([^)]*\)\.__init__\("),
     # raised at the call, in the caller's frame (or no frame printed): the caller's own call
     # does not fit (a library's internal call that does not fit is MR-ROOT-012's)
     RootRule("MR-ROOT-051", K, "A call does not fit the signature of what it calls",
@@ -136,6 +150,12 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "token ids against the vocabulary (run once on CPU for the exact error).",
              message=r"device-side assert triggered|Assertion `.*(?:n_classes|target|"
                      r"srcIndex < srcSelectDimSize|index out of bounds)"),
+    # a label used as an index: its value is past the classes the tensor was sized for
+    RootRule("MR-ROOT-078", D, "A label or class id is larger than the classes the code "
+             "sizes for", "Check the labels' range against the number of classes in the config "
+             "(class ids from 0 to num_classes - 1).", types=("RuntimeError", "IndexError"),
+             scope="raise", message=r"(?s)index -?\d+ is out of bounds for (?:dim|axis|"
+                                    r"dimension) ?\d* with size \d+.*\b(?:target|label|cls|class)"),
     RootRule("MR-ROOT-024", D, "The data set is empty (no samples were found or left after "
              "filtering)", "Check the data path and the filters; print len(dataset) before "
              "training.", message=r"num_samples should be a positive integer value, but got "
@@ -217,6 +237,19 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "a git checkout", "Run from the repository's clone (not a copied or downloaded "
              "folder), or turn the commit logging off in the config.",
              types=("InvalidGitRepositoryError", "NoSuchPathError", "GitCommandError")),
+    RootRule("MR-ROOT-073", C, "The file loaded as a checkpoint is not one (a saved web page, "
+             "a git-lfs pointer, a cut or empty download)", "Look at the file's first bytes "
+             "(head -c 200 FILE): download it again (git lfs pull for a pointer), or point the "
+             "run at the real checkpoint.", types=("UnpicklingError", "RuntimeError", "EOFError"),
+             packages=("torch",), message=r"invalid load key|PytorchStreamReader failed|failed "
+                                          r"finding central directory|Ran out of input"),
+    RootRule("MR-ROOT-076", C, "The checkpoint lacks a key the code reads: it is another kind "
+             "of file than the code expects (weights only, another model's)", "Check which file "
+             "the run loads (--resume, --ckpt, --weights): give it the kind of checkpoint the "
+             "code saves, or read the keys the file has (print(ckpt.keys())).",
+             types=("KeyError",), scope="raise",
+             message=r"\b(?:ckpt|checkpoint|state_dict|snapshot|pretrained)\w*\s*\[\s*['\"]|"
+                     r"torch\.load\([^)]*\)\s*\["),
     RootRule("MR-ROOT-071", C, "More GPUs talk peer-to-peer than CUDA allows (8 peers a GPU)",
              "Use at most 8 GPUs a node in one peer-to-peer group, or turn P2P off "
              "(NCCL_P2P_DISABLE=1) for larger jobs.",

@@ -4,7 +4,7 @@ repo's own code, a library refusing what that code handed it, torch's own assert
 
 from __future__ import annotations
 
-from minrepro.diagnose.rootrule import CALLED, CALLER, LIBRARY, USER, RootRule
+from minrepro.diagnose.rootrule import CALLED, CALLER, LIBRARY, OWN, USER, RootRule
 from minrepro.model import RootClass
 
 # a RuntimeError that says this is no tensor operation refusing its inputs: the GPU, the
@@ -79,6 +79,11 @@ PLACE_RULES: tuple[RootRule, ...] = (
              "against what the code reads.", types=("AttributeError",),
              message=r"'(?:DictConfig|ListConfig|CfgNode|ConfigDict|Config|EasyDict|Namespace|"
                      r"AttrDict|Munch|SimpleNamespace|Box)' object has no attribute"),
+    # a library's own code reading its own object's attribute, which is not there
+    RootRule("MR-ROOT-074", F, "A library's code asks its own object for an attribute it does "
+             "not have", "A bug in the library (or a mix of its releases): search its issues for "
+             "the message, try the release before or after, or avoid the option that takes "
+             "this path.", types=("AttributeError", "ModuleAttributeError"), raised_in=OWN),
     # a framework's own kinds of object (a Trainer, a config, a tokenizer, an optimizer): what
     # the code asks of them and they lack is an API the installed version renamed or dropped
     RootRule("MR-ROOT-054", E, "A framework object lacks an attribute the code uses: the "
@@ -119,8 +124,8 @@ PLACE_RULES: tuple[RootRule, ...] = (
              types=("Exception", "RuntimeError", "ValueError", "AssertionError", "OSError",
                     "KeyError"),
              message=r"(?i)\b(?:dataset|data|file|folder|path|directory|dir|weights?|model|"
-                     r"checkpoint|config)\b[^\n]{0,60}\b(?:not (?:be )?found|does not exist|"
-                     r"doesn't exist|not exist)", scope="raise"),
+                     r"checkpoint|config|root|images?|annotations?)\b[^\n]{0,60}\b(?:not (?:be )?"
+                     r"found|does not exists?|doesn't exists?|not exists?)", scope="raise"),
     RootRule("MR-ROOT-066", D, "A value in the data is not in the form the code parses",
              "Find the sample or annotation holding the value the message quotes and fix it "
              "(or parse it the way the data writes it).", types=("ValueError",),

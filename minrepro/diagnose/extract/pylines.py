@@ -20,8 +20,9 @@ CONTEXT_SEPARATOR = "During handling of the above exception"
 #: A plausible exception class, optionally qualified: RuntimeError, torch.OutOfMemoryError,
 #: torch.distributed.elastic.multiprocessing.errors.ChildFailedError, KeyboardInterrupt ...
 #: Warnings are not exceptions here: a UserWarning is not a failure.
+#: A bare `Error` only qualified (`gym.error.Error`): unqualified, "Error:" opens log lines.
 _NAME = (r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)"
-         r"|Exception|StopIteration|StopAsyncIteration)")
+         r"|Exception|StopIteration|StopAsyncIteration)|(?:[A-Za-z_]\w*\.)+Error")
 
 _MARKDOWN_LEAD = " \t>*_#`"
 _MARKDOWN_TRAIL = " \t*_`"
