@@ -141,6 +141,13 @@ NOT_METRICS = [
     "[05:21:23.350951] Epoch: [1] Total time: 1:52:15",
     "It always stays the same equal to 2.30",  # corpus loss_stagnation__01.log
     "[loss_scaler.py:181:update_scale] no overflow",
+    # settings dumped at start-up, not readings (DeepSpeed's and Megatron's dot leaders, a
+    # yacs/mmcv config's loss weight)
+    "[2025-10-28 20:49:20,919] [INFO] [config.py:958:print]   float16_config ............... "
+    "enabled=False auto_cast=False loss_scale=0.0 initial_scale_power=16",
+    "  lr .............................................. 0.00015",
+    "  BG_CLS_LOSS_WEIGHT: 0.2",
+    "loss_weight=1.0 kl_loss_coef=0.5",
 ]
 
 
@@ -157,7 +164,8 @@ def test_not_metrics(text: str) -> None:
     ("acc", "accuracy"), ("Prec@1", "accuracy"), ("val_acc", "eval_accuracy"),
     ("eval_matthews_correlation", "eval_matthews_correlation"), ("max mem", "memory_mb"),
     ("Data", "data_time"), ("time", "batch_time"), ("cls_loss", "cls_loss"), ("v_num", None),
-    ("speed", None),
+    ("speed", None), ("loss_weight", None), ("aux_loss_weight", None), ("lambda_loss", None),
+    ("loss_scale", "loss_scale"), ("loss_rpn_cls", "loss_rpn_cls"), ("w_loss", "w_loss"),
 ])
 def test_normalise(name: str, expected: str | None) -> None:
     assert normalise(name) == expected

@@ -16,7 +16,8 @@
                    CER, perplexity, FID): `quality_direction` tells which
     data_time, batch_time, memory_mb (GPU), rss_mb (host), loss_scale, epoch
     other names containing 'loss' pass through unchanged (cls_loss, loss_bbox, kl_loss,
-                   discriminator_loss, generator_loss: parts of a loss, or adversarial ones)
+                   discriminator_loss, generator_loss: parts of a loss, or adversarial ones),
+                   but not a loss's settings (loss_weight, lambda_loss, kl_loss_coef)
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ STEP_KEYS = frozenset(("step", "global_step", "iter", "iteration", "it", "num_up
                        "train_global_step", "trainer_global_step"))
 _EVAL_PREFIXES = ("eval_", "val_", "valid_", "validation_", "test_")
 _EVAL_SUFFIXES = ("_val", "_valid", "_test", "_eval")
+_LOSS_SETTING = lazy(r"_(?:weights?|coef|coeff|coefficient|factor|lambda|alpha|beta|type|fn|"
+                     r"func|name|start|warmup|every|freq)$|^lambda_")
 _TOTAL_EVAL_LOSS = lazy(r"(?:total_)?(?:val|valid|validation|eval|test)_(?:total_)?loss")
 
 #: Held-out quality: higher is better. Matched on the normalised name without `eval_`.
@@ -86,7 +89,9 @@ def normalise(key: str) -> str | None:
     if name in ("train_step_time", "trainsteptime", "compute_time"):
         return "batch_time"
     if "loss" in name:
-        return name
+        # a loss's weight in the objective is a setting (`BG_CLS_LOSS_WEIGHT: 0.2` in a
+        # config dump, `loss_weight=1.0`), not a measurement; loss_scale is fp16's reading
+        return None if _LOSS_SETTING.search(name) else name
     if quality_direction(name):
         return ALIASES.get(name, name)
     return None

@@ -156,6 +156,10 @@ class MetricExtractor:
         return ()
 
 
+#: DeepSpeed's and Megatron's dump of settings at start-up, one a line behind a dot leader
+#: (`float16_config ....... enabled=False loss_scale=0.0`, `lr ........ 0.00015`): values
+#: the run was given, not measured (a loss_scale of 0 there means "dynamic").
+_SETTINGS_DUMP = lazy(r"^\s*(?:\[[^\]]*\]\s*)*[A-Za-z_][\w.-]* \.{4,} \S")
 _NO_RECORD = object()
 #: What a line's text alone says (a table's header, a record, or nothing), by text: progress
 #: bars and repeated lines are parsed once per process (a triage worker sees many logs).
@@ -166,7 +170,7 @@ _NO_LINE = Line(line=0, text="")
 
 def _parse_line(text: str) -> object:
     """A table's column names, a MetricRecord (line 0, no rank) or _NO_RECORD."""
-    if not _may_hold_metrics(text):
+    if not _may_hold_metrics(text) or _SETTINGS_DUMP.search(text):
         return _NO_RECORD
     columns = _table_header(text)
     if columns is not None:
