@@ -332,3 +332,30 @@ def test_torch_1_1s_reraise_with_the_workers_traceback_as_message_is_a_wrapper()
     assert diagnosis.failure.message == "'NoneType' object is not subscriptable"
     assert diagnosis.failure.user_frame.function == "horisontal_flip"
     assert diagnosis.root.value == "data"
+
+
+def test_an_error_the_run_trained_on_after_is_not_what_failed_nor_where_a_cause_points() -> None:
+    """A shell's `CondaError` at the top of a DeepSpeed log, then 100 steps and "Training
+    done": no failure, and a cause found later does not take that error as its failure."""
+    steps = "".join(f"[Step {n}/100] Loss: {5 - n / 100:.4f} | Global Tokens/s: 5861.65\n"
+                    for n in range(1, 101))
+    log = ("CondaError: Run 'conda init' before 'conda deactivate'\n"
+           "[config.py:958:print]   float16_config ....... enabled=False loss_scale=0.0\n"
+           + steps + "Training done in 49.87 seconds.\n")
+    diagnosis = diagnose(log)
+    assert diagnosis.failure is None and diagnosis.root is None and diagnosis.cause is None
+    assert "(line 1) did not stop the run" in diagnosis.summary
+
+
+def test_a_tensor_ops_root_reads_its_message_not_the_warnings_printed_after_it() -> None:
+    """`ProcessGroupNCCL ... destroy_process_group` printed after a shape error is the exit's
+    noise: the error is still the code's."""
+    log = ('Traceback (most recent call last):\n  File "/srv/train.py", line 9, in step\n'
+           '    e = self.time_embedding(t)\n'
+           '  File "/env/lib/python3.10/site-packages/torch/nn/modules/linear.py", line 125, '
+           'in forward\n    return F.linear(input, self.weight, self.bias)\n'
+           'RuntimeError: mat2 must be a matrix, got 1-D tensor\n'
+           '[W1209 09:20:54.366 ProcessGroupNCCL.cpp:1541] Warning: WARNING: '
+           'destroy_process_group() was not called (see https://pytorch.org/docs/stable/'
+           'distributed.html#shutdown)\n')
+    assert diagnose(log).root.value == "code"

@@ -55,6 +55,7 @@ class Context:
     cascade: tuple[Failure, ...] = ()  # what followed from it
     first_is_failure: bool = False  # a failure of its own, not only a cascade or a wrapper
     empty: bool = False  # no line with anything but white space
+    last_record_line: int = 0  # the last training record: an error before it did not stop the run
 
 
 def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Diagnosis:
@@ -96,9 +97,9 @@ def _undiagnosed(merged: list[Finding], alternatives: tuple[Alternative, ...],
         seen = ("what failed first: "
                 + (first.headline or first.message or "a traceback cut before its exception line"))
     elif last is not None:
-        headline = last.headline
-        seen = (f"the log ends in {headline}" if headline
-                else "the log ends in a traceback cut off before its exception line")
+        headline = last.headline or "a traceback cut off before its exception line"
+        seen = (f"{headline} (line {last.line}) did not stop the run: it trained on after it"
+                if last.line < context.last_record_line else f"the log ends in {headline}")
     elif merged:
         seen = f"only weak signs of {merged[0].cause} (confidence {merged[0].score:.2f})"
     elif context.empty:
@@ -240,12 +241,12 @@ def _with_logged_version(params: dict[str, ParamValue], env: dict[str, str]
 
 
 def _nearest_failure(failures: Sequence[Failure], line: int) -> Failure | None:
-    """The exception whose traceback holds `line`, else the first one after it, else the last."""
+    """The exception whose traceback holds `line`, else the first one after it. Not one
+    before it: called where no first failure was found, so the run went on past those."""
     for failure in failures:
         if failure.first_line <= line <= failure.line:
             return failure
-    after = [f for f in failures if f.first_line >= line]
-    return (after[0] if after else failures[-1]) if failures else None
+    return next((f for f in failures if f.first_line >= line), None)
 
 
 def _traceback_text(failure: Failure | None) -> str:

@@ -190,7 +190,7 @@ def diagnose_lines(lines: Iterable[Line], *, rules: RuleSet | None = None,
     context = Context(source=source, env=collector.env, failures=failures,
                       loss_curve=curve.loss_curve() if curve else (), warnings=tuple(notes),
                       first_failure=first, cascade=cascade, first_is_failure=genuine,
-                      empty=collector.empty)
+                      empty=collector.empty, last_record_line=collector.last_metric_line)
     return decide(weigh(findings, shape, failures), rules, context)
 
 

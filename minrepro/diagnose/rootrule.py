@@ -31,7 +31,7 @@ class RootRule:
     message: str = ""  # a regex the message (first lines) must match ("" : any)
     raised_in: str = ANY  # user | library | caller | called | import | own | any
     in_worker: bool | None = None  # raised inside a DataLoader worker (None: either)
-    unless: str = ""  # a regex that, found, rules this rule out
+    unless: str = ""  # a regex that, found in the failure's message, rules this rule out
     scope: str = "all"  # where `message` looks: "all" (headline + traceback) or "raise"
     # (headline + the code line that raised: a traceback's other lines name cfg and args)
     packages: tuple[str, ...] = ()  # the package it was raised in is one of these (any: ())
@@ -47,8 +47,8 @@ class RootRule:
         if self.packages and (failure.library_frame is None
                               or failure.library_frame.package not in self.packages):
             return False
-        if self.unless and re.search(self.unless, text):
-            return False
+        if self.unless and re.search(self.unless, failure.headline):
+            return False  # what the failure says, not the lines printed after it
         if self.scope == "raise":
             raising = failure.frames[-1].code if failure.frames else None
             text = failure.headline + "\n" + (raising or "")
