@@ -176,6 +176,21 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
     # a label used as an index past the classes
     (tb(("utils/utils.py", "build_targets", "tcls[b, best_n, gj, gi, target_labels] = 2"),
         exc="RuntimeError: index 15 is out of bounds for dim with size 2"), "data"),
+    # a checkpoint dict of another kind, under any prefix of the name
+    (tb(("train.py", "main_worker", "optimizer.load_state_dict(utils_state_dict['optimizer'])"),
+        exc="KeyError: 'optimizer'"), "config"),
+    # a key read from the run's settings dict
+    (tb(("train.py", "<module>", "max_epochs    = int(net_options['max_epochs'])"),
+        exc="KeyError: 'max_epochs'"), "config"),
+    # the repo's own version check
+    (tb(("tools/train.py", "<module>", "import mmdet"), exc="AssertionError: MMCV==1.3.1 is "
+        "used but incompatible. Please install mmcv>=1.0.5, <=1.0.5."), "environment"),
+    # a DataLoader iterator asked for the Python 2 `.next()`
+    (tb(("main.py", "get_batch", "batch = self.iter.next()"), exc="AttributeError: "
+        "'_MultiProcessingDataLoaderIter' object has no attribute 'next'"), "environment"),
+    # BCE: a head of 6 outputs against 15 label columns
+    ("ValueError: Target size (torch.Size([8, 15])) must be the same as input size "
+     "(torch.Size([8, 6]))\n", "config"),
     # a data folder that is not there, in the repo's own words
     (tb(("train_dreambooth.py", "__init__",
          'raise ValueError("Instance images root doesn\'t exists.")'),

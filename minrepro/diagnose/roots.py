@@ -94,7 +94,9 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "Install the version the code was written for, or port the code to the new API.",
              message=r"(?i)no longer supported|has been removed|was removed in|"
                      r"invalid index of a 0-dim tensor|"
-                     r"is deprecated and (?:will be )?removed|requires \w+ ?[<>=]=? ?\d"),
+                     r"is deprecated and (?:will be )?removed|requires \w+ ?[<>=]=? ?\d|"
+                     # a repo's own version check: `MMCV==1.3.1 is used but incompatible`
+                     r"is used but incompatible|please install [\w.-]+ ?[<>=]="),
     RootRule("MR-ROOT-016", E, "An installed module lacks an attribute the code uses",
              "The module's version (or build: torch without distributed, without CUDA) is not "
              "the one the code expects; install the one it needs.",
@@ -156,6 +158,13 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "(class ids from 0 to num_classes - 1).", types=("RuntimeError", "IndexError"),
              scope="raise", message=r"(?s)index -?\d+ is out of bounds for (?:dim|axis|"
                                     r"dimension) ?\d* with size \d+.*\b(?:target|label|cls|class)"),
+    # BCE's own check: the model has as many outputs as it was built with, the labels more
+    RootRule("MR-ROOT-079", C, "The model's outputs do not fit the labels (the number of "
+             "classes or outputs it was built with)", "Build the head with as many outputs as "
+             "the labels have classes (num_classes in the config), or encode the labels to "
+             "the head's size.", types=("ValueError",),
+             message=r"Target size \(torch\.Size\(\[[\d, ]*\]\)\) must be the same as input "
+                     r"size"),
     RootRule("MR-ROOT-024", D, "The data set is empty (no samples were found or left after "
              "filtering)", "Check the data path and the filters; print len(dataset) before "
              "training.", message=r"num_samples should be a positive integer value, but got "
@@ -248,7 +257,7 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "the run loads (--resume, --ckpt, --weights): give it the kind of checkpoint the "
              "code saves, or read the keys the file has (print(ckpt.keys())).",
              types=("KeyError",), scope="raise",
-             message=r"\b(?:ckpt|checkpoint|state_dict|snapshot|pretrained)\w*\s*\[\s*['\"]|"
+             message=r"(?:ckpt|checkpoint|state_dict|snapshot|pretrained)\w*\s*\[\s*['\"]|"
                      r"torch\.load\([^)]*\)\s*\["),
     RootRule("MR-ROOT-071", C, "More GPUs talk peer-to-peer than CUDA allows (8 peers a GPU)",
              "Use at most 8 GPUs a node in one peer-to-peer group, or turn P2P off "
@@ -275,7 +284,9 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
                      # two settings that do not go together
                      r"\bnot compatible with\b|\bincompatible with\b|"
                      r"\bcannot be used (?:together )?with\b|\bmutually exclusive\b|"
-                     r"\bdoes not match(?:es)? the\b",
+                     r"\bdoes not match(?:es)? the\b|"
+                     # a key read from a settings dict: `net_options['max_epochs']`
+                     r"(?:cfg|config|conf|opts?|options|hparams|hyp|settings)\w*\s*\[\s*['\"]",
              scope="raise"),
 )
 # then the rules of where it was raised: the user's code, or a library refusing its input

@@ -93,8 +93,8 @@ PLACE_RULES: tuple[RootRule, ...] = (
              types=("AttributeError",),
              message=r"'(?:\w*Trainer|Accelerator|\w*Arguments|\w*Config|\w*Tokenizer(?:Fast)?|"
                      r"\w*Processor|\w*Pipeline|DeepSpeedEngine|\w*LR[Ss]cheduler|\w*Optimizer|"
-                     r"\w*Strategy|\w*Callback|\w*DataModule|LightningModule)' object has no "
-                     r"attribute"),
+                     r"\w*Strategy|\w*Callback|\w*DataModule|LightningModule|"
+                     r"_\w+DataLoaderIter)' object has no attribute"),
     RootRule("MR-ROOT-044", K, "The code asks an object of its own for an attribute it does "
              "not have", "Read the innermost frame of your code: a typo, a model wrapped by "
              "DataParallel/DDP (use model.module), or an attribute set only on another path.",
