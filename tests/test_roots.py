@@ -188,6 +188,11 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
     # a DataLoader iterator asked for the Python 2 `.next()`
     (tb(("main.py", "get_batch", "batch = self.iter.next()"), exc="AttributeError: "
         "'_MultiProcessingDataLoaderIter' object has no attribute 'next'"), "environment"),
+    # torch's Module.__call__ only hands the call on: the user's forward does not fit it
+    (tb(("models/pix2pix.py", "optimize_parameters", "self.fake = self.netG(self.real, z)"),
+        ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "_call_impl",
+         "result = self.forward(*input, **kwargs)"),
+        exc="TypeError: forward() takes 3 positional arguments but 4 were given"), "code"),
     # BCE: a head of 6 outputs against 15 label columns
     ("ValueError: Target size (torch.Size([8, 15])) must be the same as input size "
      "(torch.Size([8, 6]))\n", "config"),

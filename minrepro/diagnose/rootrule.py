@@ -10,9 +10,12 @@ from minrepro.model import Failure, RootClass
 
 USER, LIBRARY, ANY = "user", "library", "any"
 # the user's own call: raised in the user's code, in a library's __getattr__ (an attribute the
-# user's code asked a library object for: `model.forward_train` on a DDP wrapper), or where no
-# frame was printed
+# user's code asked a library object for: `model.forward_train` on a DDP wrapper) or torch's
+# call of the user's forward, or where no frame was printed
 CALLER = "caller"
+# library frames that only pass the user's own call on: an attribute lookup, and torch's
+# Module.__call__ running the user's forward (`forward() takes 3 positional arguments...`)
+_DISPATCH = ("__getattr__", "__getattribute__", "_call_impl", "_wrapped_call_impl")
 CALLED = "called"  # raised inside a library that the user's own code called (a user frame above)
 IMPORT = "import"  # raised while an installed package was being imported (its module body)
 # a library's own code asking its own object (`self.oft_diag`) for the attribute the message
@@ -63,7 +66,7 @@ class RootRule:
         if self.raised_in == LIBRARY:
             return library is not None
         if self.raised_in == CALLER:
-            return library is None or library.function in ("__getattr__", "__getattribute__")
+            return library is None or library.function in _DISPATCH
         if self.raised_in == IMPORT:
             return library is not None and library.function == "<module>"
         if self.raised_in == CALLED:

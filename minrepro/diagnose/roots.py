@@ -60,19 +60,6 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
     RootRule("MR-ROOT-045", E, "An installed package fails while it is being imported",
              "Reinstall the package at the version the code needs (pip install -U / the repo's "
              "requirements), built for this torch and Python.", raised_in=IMPORT),
-    RootRule("MR-ROOT-012", E, "A library call fails on a keyword or attribute its "
-             "installed version does not have",
-             "Pin the versions the code needs (pip install 'pkg==X'); compare pip freeze "
-             "with the repo's requirements.", types=("TypeError", "AttributeError"),
-             message=r"module '[\w.]+' has no attribute|"
-                     r"got multiple values for argument|takes \d+ positional arguments? but "
-                     r"\d+ (?:were|was) given", raised_in=LIBRARY),
-    # Python raises a bad keyword in the caller's frame: the user's code, calling a library
-    # (`TrainingArguments.__init__() got an unexpected keyword argument 'evaluation_strategy'`)
-    RootRule("MR-ROOT-018", E, "A library call passes a keyword its installed version does "
-             "not take", "Pin the versions the code was written for (pip install 'pkg==X'), "
-             "or rename the keyword as the library's changelog says.", types=("TypeError",),
-             message=r"(?:__init__|forward|\w+)\(\) got an unexpected keyword argument"),
     # a subclass calling its base's __init__: the base is a framework's (a Trainer, a Dataset)
     # whose signature the installed release changed
     RootRule("MR-ROOT-077", E, "A class calls its base class's __init__ with arguments the "
@@ -90,6 +77,19 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              message=r"takes \d+ positional arguments? but \d+ (?:were|was) given|"
                      r"got multiple values for argument|"
                      r"missing \d+ required (?:positional|keyword-only) arguments?"),
+    RootRule("MR-ROOT-012", E, "A library call fails on a keyword or attribute its "
+             "installed version does not have",
+             "Pin the versions the code needs (pip install 'pkg==X'); compare pip freeze "
+             "with the repo's requirements.", types=("TypeError", "AttributeError"),
+             message=r"module '[\w.]+' has no attribute|"
+                     r"got multiple values for argument|takes \d+ positional arguments? but "
+                     r"\d+ (?:were|was) given", raised_in=LIBRARY),
+    # Python raises a bad keyword in the caller's frame: the user's code, calling a library
+    # (`TrainingArguments.__init__() got an unexpected keyword argument 'evaluation_strategy'`)
+    RootRule("MR-ROOT-018", E, "A library call passes a keyword its installed version does "
+             "not take", "Pin the versions the code was written for (pip install 'pkg==X'), "
+             "or rename the keyword as the library's changelog says.", types=("TypeError",),
+             message=r"(?:__init__|forward|\w+)\(\) got an unexpected keyword argument"),
     RootRule("MR-ROOT-015", E, "The installed library no longer supports what the code uses",
              "Install the version the code was written for, or port the code to the new API.",
              message=r"(?i)no longer supported|has been removed|was removed in|"
