@@ -193,6 +193,13 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
         ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "_call_impl",
          "result = self.forward(*input, **kwargs)"),
         exc="TypeError: forward() takes 3 positional arguments but 4 were given"), "code"),
+    # a download from an offline compute node
+    (tb(("train.py", "main", "model = timm.create_model('vit_base', pretrained=True)"),
+        ("/usr/lib/python3.10/socket.py", "create_connection", "raise err"),
+        exc="OSError: [Errno 101] Network is unreachable"), "environment"),
+    ("OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't "
+     "find it in the cached files and it looks like bert-base-uncased is not the path to a "
+     "directory containing a file named config.json.\n", "environment"),
     # BCE: a head of 6 outputs against 15 label columns
     ("ValueError: Target size (torch.Size([8, 15])) must be the same as input size "
      "(torch.Size([8, 6]))\n", "config"),

@@ -183,6 +183,14 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
     RootRule("MR-ROOT-030", C, "A path in the config or command does not exist",
              "Check the data / checkpoint / output paths the job was given.",
              types=("FileNotFoundError", "NotADirectoryError", "IsADirectoryError")),
+    # a download that never reached its host: an offline compute node, a proxy, DNS
+    RootRule("MR-ROOT-080", E, "The job could not reach the network to download what it "
+             "needs (an offline node, a proxy, a name that does not resolve)", "Download the "
+             "model or data beforehand on a machine with network and point the job at the local "
+             "copy (HF_HUB_OFFLINE=1 with a filled cache), or set the proxy the node needs.",
+             message=r"Network is unreachable|Temporary failure in name resolution|Name or "
+                     r"service not known|nodename nor servname provided|getaddrinfo failed|"
+                     r"Failed to establish a new connection|couldn't connect to '?https?://"),
     RootRule("MR-ROOT-035", C, "A model or file path the job was given does not exist",
              "Check the model name or path (a local folder needs its config and weights; a hub "
              "name needs access and the network).", types=("OSError", "EnvironmentError",
