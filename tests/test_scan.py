@@ -102,9 +102,9 @@ def test_every_engine_picks_the_lines_of_the_standard_library_one(tmp_path: Path
 
 @pytest.mark.parametrize("engine", [e for e in ENGINES if available(e)])
 def test_whole_words_are_whole_in_every_engine(engine: str) -> None:
-    found = build(engine, ("out of memory",), ("nan", "inf")).hits(
-        b"finance info\nloss nan\nOut Of Memory\ninf\n")
-    assert len(found) == 3  # not "finance", not "info"
+    found = build(engine, ("out of memory",), ("nan", "NaN", "inf")).hits(
+        b"finance info\nloss nan\nOut Of Memory\ninf\nINFO x\nloss NaN INF\n")
+    assert len(found) == 4  # not "finance", "info", "INFO", nor "INF" (not a listed case)
 
 
 def test_the_default_install_has_an_accelerator() -> None:

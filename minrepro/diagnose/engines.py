@@ -59,8 +59,9 @@ def best_engine() -> str:
 
 
 def build(name: str, literals: tuple[str, ...], words: tuple[str, ...]) -> Engine:
-    """The engine `name` ("auto": the best here) for lower-case `literals` (anywhere) and
-    `words` (whole words only); an engine that fails to build falls back to the next.
+    """The engine `name` ("auto": the best here) for lower-case `literals` (anywhere, any
+    case) and `words` (whole words only, in the cases written: list "nan" and "NaN"); an
+    engine that fails to build falls back to the next.
     Built once per process for each set of words (hyperscan's compile takes ~55 ms, longer
     than diagnosing a small log; `hscache` keeps it between runs): engines hold no state
     between scans."""
@@ -99,12 +100,13 @@ class _Hyperscan:
         hyperscan = _module("hyperscan")
         assert hyperscan is not None
         expressions = [re.escape(w).encode() for w in literals]
-        if words:
+        flags = [hyperscan.HS_FLAG_CASELESS] * len(expressions)
+        if words:  # in the cases written: "inf" and "Inf", not the INF of every INFO line
             expressions.append(_words_pattern(words).encode())
+            flags.append(0)
         self._module = hyperscan
         self._local = threading.local()
-        self._db = hscache.database(hyperscan, expressions,
-                                    [hyperscan.HS_FLAG_CASELESS] * len(expressions))
+        self._db = hscache.database(hyperscan, expressions, flags)
 
     def hits(self, block: Buffer) -> Hits:
         found: Hits = []
@@ -128,7 +130,9 @@ class _AhoCorasick:
         self._first_word = len(patterns)
         after = [bytes([b]) for b in range(128) if b not in _WORD_BYTES]  # ASCII: a DFA
         self._endings = len(after)
-        patterns += [w.encode() + end for w in words if w not in literals for end in after]
+        self._words = [w for w in dict.fromkeys(w.lower() for w in words) if w not in literals]
+        self._cased = frozenset(w.encode() for w in words)
+        patterns += [w.encode() + end for w in self._words for end in after]
         self._automaton = module.BytesAhoCorasick(
             patterns, matchkind=module.MATCHKIND_LEFTMOST_LONGEST,
             implementation=module.Implementation.DFA)
@@ -139,14 +143,27 @@ class _AhoCorasick:
         for pid, start, _end in self._automaton.find_matches_as_indexes(lower):
             if pid < self._first_word:
                 found.append((start, pid))
-            elif start == 0 or lower[start - 1] not in _WORD_BYTES:
-                found.append((start, self._first_word + (pid - self._first_word) // self._endings))
+                continue
+            word = (pid - self._first_word) // self._endings
+            if (start == 0 or lower[start - 1] not in _WORD_BYTES) and _written(
+                    block, start, len(self._words[word]), self._cased):
+                found.append((start, self._first_word + word))
         return found
 
 
 class _Regex:
     def __init__(self, literals: tuple[str, ...], words: tuple[str, ...]) -> None:
-        self._pattern = re.compile(f"{trie_pattern(literals)}|{_words_pattern(words)}".encode())
+        lowered = tuple(dict.fromkeys(w.lower() for w in words))
+        self._pattern = re.compile(f"{trie_pattern(literals)}|{_words_pattern(lowered)}".encode())
+        self._literals = frozenset(w.encode() for w in literals)
+        self._cased = frozenset(w.encode() for w in words)
 
     def hits(self, block: Buffer) -> Hits:
-        return [(m.start(), m.group()) for m in self._pattern.finditer(bytes(block).lower())]
+        return [(m.start(), m.group()) for m in self._pattern.finditer(bytes(block).lower())
+                if m.group() in self._literals
+                or _written(block, m.start(), len(m.group()), self._cased)]
+
+
+def _written(block: Buffer, start: int, size: int, cased: frozenset[bytes]) -> bool:
+    """Whether the whole word found (lower-cased) at `start` is written in a listed case."""
+    return bytes(block[start:start + size]) in cased

@@ -51,10 +51,11 @@ class LineSelector:
     def __init__(self, triggers: Iterable[str], *, whole_words: Iterable[str] = (),
                  engine: str = "auto") -> None:
         """`triggers`: words whose lines are kept (any case); `whole_words`: the same, as
-        whole words only ("nan", not "finance"); `engine`: one of `engines.ENGINES`, or
-        "auto" for the fastest installed."""
+        whole words only ("nan", not "finance") and in the cases listed ("inf", "Inf": not
+        the INF that begins every INFO line); `engine`: one of `engines.ENGINES`, or "auto"
+        for the fastest installed."""
         self.triggers = tuple(sorted({t.lower() for t in triggers if t}))
-        self.words = tuple(sorted({w.lower() for w in whole_words if w}))
+        self.words = tuple(sorted({w for w in whole_words if w}))
         self._engine_name = engine
         self._engine: engines.Engine | None = None  # built on the first big block
         self.offset = 0  # bytes of the input seen before the current block

@@ -10,7 +10,8 @@ Each extractor class declares its words once, and everything else is derived fro
               extractor's (unless one is `idle` == False: a traceback in progress)
     SELECT    lower-case words of a failure, whose lines (with context) the big-log selector
               in scan.py keeps wherever they are in a multi-GB log
-    WHOLE_WORDS  like SELECT, matched as whole words only ("nan" but not "finance")
+    WHOLE_WORDS  like SELECT, matched as whole words only ("nan" but not "finance"), in the
+                 cases listed
 """
 
 from __future__ import annotations

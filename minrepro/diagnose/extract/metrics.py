@@ -105,7 +105,9 @@ class MetricExtractor:
     """Metric lines of the formats in the module docstring -> MetricRecord."""
 
     TRIGGERS = TRIGGERS
-    WHOLE_WORDS = ("nan", "inf", "-inf", "infinity")  # a NaN loss anywhere in a big log
+    # a NaN loss anywhere in a big log, as Python, torch and numpy print it (an all-caps INF
+    # is left out: looking for it at every INFO of a log costs more than its rare use)
+    WHOLE_WORDS = ("nan", "NaN", "NAN", "inf", "Inf", "-inf", "-Inf", "infinity", "Infinity")
 
     def __init__(self) -> None:
         self._columns: list[str | None] | None = None  # inside a table: its column names
