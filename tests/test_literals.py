@@ -41,3 +41,24 @@ def test_overlapping_and_nested_words() -> None:
     assert words.present("the loss scale fell") == ["loss", "loss scale", "oss", "scale"]
     assert words.present("no hint here") == []
     assert LiteralSet([]).present("anything") == []
+
+
+def test_a_cached_scanner_is_used_from_the_first_text(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """With hyperscan imported (a big log's selector) and the set's compiled scanner in the
+    cache, a new set scans with it at once: no word-by-word or trie phase; answers the same."""
+    import pytest
+
+    hyperscan = pytest.importorskip("hyperscan")
+    from minrepro.diagnose import literals
+
+    monkeypatch.setenv("MINREPRO_CACHE", str(tmp_path))
+    words = ("cuda out of memory", "nccl watchdog", "traceback zq")  # a set of this test only
+    monkeypatch.setattr(literals, "_SCANNERS", {})
+    assert not literals._cached_scanner(tuple(sorted(words)))  # nothing cached yet
+    literals._hyperscan_present(tuple(sorted(words)))  # compiles and saves it
+    monkeypatch.setattr(literals, "_SCANNERS", {})  # a fresh process
+    assert "hyperscan" in __import__("sys").modules and hyperscan
+    fresh = LiteralSet(words)
+    assert fresh.present("RuntimeError: cuda out of memory; nccl watchdog") == [
+        "cuda out of memory", "nccl watchdog"]
+    assert fresh._present is not None and fresh._trie_left == literals.TRIE_LINES

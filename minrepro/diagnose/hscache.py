@@ -30,6 +30,13 @@ def cache_dir() -> Path | None:
     return Path(base) / "minrepro"
 
 
+def cached(hyperscan: ModuleType, expressions: list[bytes], flags: list[int]) -> bool:
+    """Whether a compiled database of these expressions is in the cache (loading is cheap)."""
+    folder = cache_dir()
+    return folder is not None and (folder / f"hs-{_key(hyperscan, expressions, flags)}.db"
+                                   ).is_file()
+
+
 def database(hyperscan: ModuleType, expressions: list[bytes], flags: list[int]) -> Any:
     """A block-mode database of `expressions` (ids 0..n-1), from the cache when it is there."""
     folder = cache_dir()

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterable
+from types import ModuleType
 
 from minrepro.diagnose import hscache
 
@@ -81,6 +83,7 @@ class LiteralSet:
                  fold_case: bool = True) -> None:
         self.words = tuple(sorted({w.lower() if fold_case else w for w in words if w}))
         self._present: Callable[[str], list[str]] | None = _SCANNERS.get(self.words)
+        self._cache_looked = False  # whether a compiled scanner was looked for in the cache
         self._pattern: re.Pattern[str] | None = None  # compiled after naive_calls texts
         self._trie = _TrieWhenDue(self.words, naive_calls)
         self._trie_left = TRIE_LINES
@@ -97,9 +100,16 @@ class LiteralSet:
         word by word for the first naive_calls texts, then by the trie; after TRIE_LINES
         more, by one hyperscan scan where installed (its compile costs tens of milliseconds,
         then a line costs ~0.5 us, where the trie's search from every start of a frequent
-        literal costs microseconds each). Every way gives the same answer."""
+        literal costs microseconds each). Every way gives the same answer. Where hyperscan
+        is already imported (a big log's selector uses it) and this set's compiled scanner is
+        in the cache (hscache), that scanner is used from the first text."""
         if self._present is not None:
             return self._present(text)
+        if not self._cache_looked:
+            self._cache_looked = True
+            self._present = _cached_scanner(self.words)
+            if self._present is not None:
+                return self._present(text)
         if self._pattern is None:
             self._pattern = self._trie.pattern()
             if self._pattern is None:
@@ -137,22 +147,44 @@ def _scanner(words: tuple[str, ...]) -> Callable[[str], list[str]] | None:
     return _SCANNERS[words]
 
 
+def _cached_scanner(words: tuple[str, ...]) -> Callable[[str], list[str]] | None:
+    """The hyperscan scanner of `words`, when it costs nothing to get: hyperscan imported
+    already and the compiled database in the cache (else None: the naive and trie phases)."""
+    hyperscan = sys.modules.get("hyperscan")
+    if hyperscan is None or not words or not _hyperscan_allowed():
+        return None
+    if words not in _SCANNERS and not hscache.cached(hyperscan, _expressions(words),
+                                                     _flags(hyperscan, words)):
+        return None
+    return _scanner(words)
+
+
+def _hyperscan_allowed() -> bool:
+    return os.environ.get("MINREPRO_ENGINE", "hyperscan") in ("hyperscan", "")
+
+
+def _expressions(words: tuple[str, ...]) -> list[bytes]:
+    return ["".join(f"\\x{b:02x}" for b in w.encode("utf-8", "surrogatepass")).encode()
+            for w in words]
+
+
+def _flags(hyperscan: ModuleType, words: tuple[str, ...]) -> list[int]:
+    return [hyperscan.HS_FLAG_SINGLEMATCH] * len(words)
+
+
 def _hyperscan_present(words: tuple[str, ...]) -> Callable[[str], list[str]] | None:
     """`present` by one hyperscan scan of the text's UTF-8 (a substring of the text is a
     substring of its bytes and back), each literal reported once: ~0.5 us a line, where
     the trie's search from every start of a frequent literal costs microseconds each.
     None where hyperscan is not installed (or MINREPRO_ENGINE names another engine)."""
-    if not words or os.environ.get("MINREPRO_ENGINE", "hyperscan") not in ("hyperscan", ""):
+    if not words or not _hyperscan_allowed():
         return None
     try:
         import hyperscan  # noqa: PLC0415 - optional, and only imported when first needed
     except ImportError:  # pragma: no cover - depends on the platform's wheels
         return None
-    expressions = ["".join(f"\\x{b:02x}" for b in w.encode("utf-8", "surrogatepass")).encode()
-                   for w in words]
     try:
-        database = hscache.database(hyperscan, expressions,
-                                    [hyperscan.HS_FLAG_SINGLEMATCH] * len(words))
+        database = hscache.database(hyperscan, _expressions(words), _flags(hyperscan, words))
     except Exception:  # noqa: BLE001 - any accelerator failure falls back to the trie
         return None
     scan = database.scan
