@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from minrepro.model import Failure, RootClass
+from minrepro.patterns import lazy
 
 USER, LIBRARY, ANY = "user", "library", "any"
 # the user's own call: raised in the user's code, in a library's __getattr__ (an attribute the
@@ -21,7 +22,7 @@ IMPORT = "import"  # raised while an installed package was being imported (its m
 # a library's own code asking its own object (`self.oft_diag`) for the attribute the message
 # says is missing: the library's objects do not fit its own code (a bug, or a half upgrade)
 OWN = "own"
-_MISSING = re.compile(r"has no attribute '(\w+)'")
+_MISSING = lazy(r"has no attribute '(\w+)'")
 
 
 @dataclass(frozen=True)
