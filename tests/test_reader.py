@@ -129,3 +129,30 @@ def test_any_chunk_size_gives_the_lines_of_a_whole_read(tmp_path: Path, chunk: i
             if part.strip():
                 expected.append((number, None, part[:500].decode()))
     assert read(log, max_line_bytes=500, chunk_bytes=chunk) == expected
+
+
+def test_random_logs_read_as_a_plain_split_under_any_cap_and_chunk(tmp_path: Path) -> None:
+    """200 seeded random logs (over-long lines, '\\r' updates, blank lines, a last line with
+    or without its newline), each read under a random cap and chunk size, in one process:
+    records are those of a plain split, each capped (no memoised record of another cap)."""
+    import random
+
+    rng = random.Random(1)
+    for trial in range(200):
+        rows = []
+        for i in range(rng.randint(1, 60)):
+            kind = rng.random()
+            rows.append(b"y" * rng.randint(400, 3000) if kind < 0.1
+                        else b"\r".join(b"u%d" % j for j in range(rng.randint(1, 5)))
+                        if kind < 0.2 else b"" if kind < 0.25 else b"row %d" % i)
+        text = b"\n".join(rows) + (b"\n" if rng.random() < 0.5 else b"")
+        log = tmp_path / f"r{trial}.log"
+        log.write_bytes(text)
+        cap, chunk = rng.choice([16, 64, 500]), rng.choice([3, 5, 17, 64, 300, 1000])
+        physical = text.split(b"\n")
+        if physical[-1] == b"":
+            physical.pop()
+        expected = [(number, None, part[:cap].decode())
+                    for number, raw in enumerate(physical, start=1)
+                    for part in raw.split(b"\r") if part.strip()]
+        assert read(log, max_line_bytes=cap, chunk_bytes=chunk) == expected, (trial, cap, chunk)

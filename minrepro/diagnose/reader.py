@@ -208,7 +208,9 @@ class LogReader:
         unfinished line carried over (`pending`: the buffer's first `length` bytes); the
         complete lines go out as a block, one block held back (in the other buffer) so that
         the selector knows which block is the last (its tail is read in full)."""
-        size = self.chunk_bytes + self.max_line_bytes + 1  # pending never exceeds the cap
+        # pending is at most max_line_bytes at the top of the loop (longer is flushed below),
+        # so a chunk always fits behind it
+        size = self.chunk_bytes + self.max_line_bytes + 1
         buffers = (bytearray(size), bytearray(size))
         current, length = 0, 0
         number = 1  # line number of the first line not yet emitted
@@ -240,8 +242,6 @@ class LogReader:
                 current ^= 1  # what follows the last newline goes to the other buffer
                 length = end - cut - 1
                 memoryview(buffers[current])[:length] = memoryview(buffer)[cut + 1:end]
-                if block_end < 0:
-                    continue
             else:
                 length = end
             if length > self.max_line_bytes:
@@ -291,10 +291,13 @@ class LogReader:
         return pending, True
 
     def _segments(self, raw: bytes, number: int) -> Iterator[Line]:
-        records = _RECORDS.get(raw) if len(raw) <= _MEMO_BYTES else None
+        # the memo holds records made under the default cap: a reader with a cap below the
+        # memoised lengths (tests) makes its own
+        memo = len(raw) <= _MEMO_BYTES <= self.max_line_bytes
+        records = _RECORDS.get(raw) if memo else None
         if records is None:
             records = self._records_of(raw)
-            if len(raw) <= _MEMO_BYTES and (b"\r" not in raw or raw.count(b"\r") <= MANY_UPDATES):
+            if memo and (b"\r" not in raw or raw.count(b"\r") <= MANY_UPDATES):
                 if len(_RECORDS) >= _MEMO_LINES:
                     _RECORDS.clear()
                 _RECORDS[raw] = records
