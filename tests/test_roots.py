@@ -200,6 +200,10 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
     ("OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't "
      "find it in the cached files and it looks like bert-base-uncased is not the path to a "
      "directory containing a file named config.json.\n", "environment"),
+    # a logging service's upload that timed out on the network (wandb, the hub)
+    (tb(("train.py", "train", "wandb.log(metrics)"),
+        ("/usr/lib/python3.10/ssl.py", "read", "return self._sslobj.read(len, buffer)"),
+        exc="TimeoutError: The read operation timed out"), "environment"),
     # BCE: a head of 6 outputs against 15 label columns
     ("ValueError: Target size (torch.Size([8, 15])) must be the same as input size "
      "(torch.Size([8, 6]))\n", "config"),

@@ -190,7 +190,8 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "copy (HF_HUB_OFFLINE=1 with a filled cache), or set the proxy the node needs.",
              message=r"Network is unreachable|Temporary failure in name resolution|Name or "
                      r"service not known|nodename nor servname provided|getaddrinfo failed|"
-                     r"Failed to establish a new connection|couldn't connect to '?https?://"),
+                     r"Failed to establish a new connection|couldn't connect to '?https?://|"
+                     r"The read operation timed out|Read timed out\."),
     RootRule("MR-ROOT-035", C, "A model or file path the job was given does not exist",
              "Check the model name or path (a local folder needs its config and weights; a hub "
              "name needs access and the network).", types=("OSError", "EnvironmentError",
