@@ -32,15 +32,13 @@ def cache_dir() -> Path | None:
 
 def cached(hyperscan: ModuleType, expressions: list[bytes], flags: list[int]) -> bool:
     """Whether a compiled database of these expressions is in the cache (loading is cheap)."""
-    folder = cache_dir()
-    return folder is not None and (folder / f"hs-{_key(hyperscan, expressions, flags)}.db"
-                                   ).is_file()
+    path = _path(hyperscan, expressions, flags)
+    return path is not None and path.is_file()
 
 
 def database(hyperscan: ModuleType, expressions: list[bytes], flags: list[int]) -> Any:
     """A block-mode database of `expressions` (ids 0..n-1), from the cache when it is there."""
-    folder = cache_dir()
-    path = folder / f"hs-{_key(hyperscan, expressions, flags)}.db" if folder else None
+    path = _path(hyperscan, expressions, flags)
     if path is not None:
         loaded = _load(hyperscan, path)
         if loaded is not None:
@@ -51,6 +49,12 @@ def database(hyperscan: ModuleType, expressions: list[bytes], flags: list[int]) 
     if path is not None:
         _save(hyperscan, db, path)
     return db
+
+
+def _path(hyperscan: ModuleType, expressions: list[bytes], flags: list[int]) -> Path | None:
+    """The cache file of a database (None when caching is off)."""
+    folder = cache_dir()
+    return folder / f"hs-{_key(hyperscan, expressions, flags)}.db" if folder else None
 
 
 def _key(hyperscan: ModuleType, expressions: list[bytes], flags: list[int]) -> str:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, cast
 from minrepro.diagnose.extract.units import parse_duration_ms, parse_size
 from minrepro.diagnose.literals import LiteralSet, any_of
 from minrepro.diagnose.prefilter import SignalPrefilter
-from minrepro.diagnose.rules.pack import Rule, Signal
+from minrepro.diagnose.rules.pack import Rule, Signal, hit_groups
 from minrepro.model import Evidence, Finding, Line, ParamValue, Role, Severity
 
 if TYPE_CHECKING:
@@ -205,11 +205,7 @@ class RuleMatcher:
             if match is _TIMED_OUT:
                 outcome = None
                 continue
-            found = cast("regex.Match[str] | None", match)
-            groups = None if found is None else {
-                k: v for k, v in found.groupdict().items() if v is not None}
-            if groups is not None and not signal.holds(groups):
-                groups = None  # the numbers say this is not the cause (a short input)
+            groups = hit_groups(signal, cast("regex.Match[str] | None", match))
             prefilter.note((r, s), groups is not None)
             if groups is not None:
                 self._state.setdefault((r, s), _SignalState()).add(line, groups)

@@ -16,7 +16,8 @@ USER, LIBRARY, ANY = "user", "library", "any"
 CALLER = "caller"
 # library frames that only pass the user's own call on: an attribute lookup, and torch's
 # Module.__call__ running the user's forward (`forward() takes 3 positional arguments...`)
-_DISPATCH = ("__getattr__", "__getattribute__", "_call_impl", "_wrapped_call_impl")
+_ATTRIBUTE_LOOKUP = ("__getattr__", "__getattribute__")
+_DISPATCH = (*_ATTRIBUTE_LOOKUP, "_call_impl", "_wrapped_call_impl")
 CALLED = "called"  # raised inside a library that the user's own code called (a user frame above)
 IMPORT = "import"  # raised while an installed package was being imported (its module body)
 # a library's own code asking its own object (`self.oft_diag`) for the attribute the message
@@ -82,7 +83,7 @@ def _asked_by_its_own_code(failure: Failure) -> bool:
     library's and reads it from `self`."""
     missing = _MISSING.search(failure.headline)
     frames = list(failure.frames)
-    if frames and frames[-1].function in ("__getattr__", "__getattribute__"):
+    if frames and frames[-1].function in _ATTRIBUTE_LOOKUP:
         frames.pop()
     if not missing or not frames or frames[-1].package is None:
         return False

@@ -80,7 +80,7 @@ class LineSelector:
             hits.setdefault(sample, False)  # a sample is one line, without context
         return _spans(block, size, sorted(hits.items()), full_until, full_from)
 
-    def _hits(self, block: Block | memoryview) -> engines.Hits:
+    def _hits(self, block: engines.Buffer) -> engines.Hits:
         """(offset, which trigger) of every trigger occurrence in the block."""
         if self._engine is None:
             self._engine = engines.build(self._engine_name, self.triggers, self.words)

@@ -344,9 +344,16 @@ def _check_examples(rule: Rule) -> None:
 
 def signal_matches(signal: Signal, text: str) -> bool:
     """Whether the signal's regex matches `text` with groups that keep its relation."""
-    found = signal.pattern.search(text, timeout=1.0)
-    return found is not None and signal.holds(
-        {k: v for k, v in found.groupdict().items() if v is not None})
+    return hit_groups(signal, signal.pattern.search(text, timeout=1.0)) is not None
+
+
+def hit_groups(signal: Signal, found: regex.Match[str] | None) -> dict[str, str] | None:
+    """The captured groups of a search of the signal, or None: no match, or numbers that
+    break its relation (`exceeds`)."""
+    if found is None:
+        return None
+    groups = {k: v for k, v in found.groupdict().items() if v is not None}
+    return groups if signal.holds(groups) else None
 
 
 def load_rule_file(path: Path, *, eager: bool = True) -> Rule:
