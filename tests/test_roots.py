@@ -211,6 +211,42 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
     (tb(("train_dreambooth.py", "__init__",
          'raise ValueError("Instance images root doesn\'t exists.")'),
         exc="ValueError: Instance images root doesn't exists."), "config"),
+    # a batch larger than the data set
+    (tb(("fit.py", "main", "run(cfg)"), ("/opt/venv/lib/python3.9/site-packages/binner/"
+        "encode.py", "trainmodel", "raise ValueError('Last batch size exceeds dataset length')"),
+        exc="ValueError: Last batch size exceeds dataset length"), "config"),
+    ("ValueError: the validation split (12 samples) is smaller than the batch size 32\n",
+     "config"),
+    # an assert of the repo's own data reading, directly or in a helper its __getitem__ calls
+    (tb(("main.py", "train", "data = read_corpus(path, max_length=128)"),
+        ("utils.py", "read_corpus", "assert len(label_ids) == max_length"),
+        exc="AssertionError"), "data"),
+    (tb(("train.py", "train_one_epoch", "for batch in loader:"),
+        ("/env/lib/python3.10/site-packages/torch/utils/data/_utils/fetch.py", "fetch",
+         "data = [self.dataset[idx] for idx in possibly_batched_index]"),
+        ("data/clips.py", "__getitem__", "idx = subsample(first, last, self.frames)"),
+        ("data/util.py", "subsample", "assert last - first + 1 >= n, 'too few frames'"),
+        exc="AssertionError: too few frames"), "data"),
+    # ... an assert elsewhere in the training code stays the code's
+    (tb(("train.py", "train_step", "assert loss.dim() == 0"), exc="AssertionError"), "code"),
+    # the script raising while it parses its command line
+    (tb(("/src/fairseq/fairseq_cli/train.py", "cli_main", "args = options.parse_args_and_arch("
+         "parser)"), ("/src/fairseq/fairseq/options.py", "parse_args_and_arch",
+                      "raise RuntimeError()"), exc="RuntimeError"), "config"),
+    # Lightning asked to run a hook the module does not define
+    ("pytorch_lightning.utilities.exceptions.MisconfigurationException: No `val_dataloader()` "
+     "method defined to run `Trainer.validate`.\n", "code"),
+    # a local unset on a library's own code path
+    (tb(("train.py", "train", "optimizer.step()"),
+        ("/venv/lib/python3.10/site-packages/someopt/opt.py", "step_param",
+         "if warm_steps > 0 and k == warm_steps:"),
+        exc="UnboundLocalError: local variable 'warm_steps' referenced before assignment"),
+     "framework"),
+    (tb(("train.py", "main", "print(loss)"),
+        exc="UnboundLocalError: local variable 'loss' referenced before assignment"), "code"),
+    # DeepSpeed's op compiled on first use, never built
+    ("AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'\n",
+     "environment"),
 ])
 def test_root_from_where_it_was_raised(log: str, root: str) -> None:
     diagnosis = diagnose(log)
@@ -348,3 +384,18 @@ def test_an_undecided_failure_takes_the_root_of_the_exception_chained_to_it() ->
     assert diagnosis.root.value == "config" and diagnosis.rule_id == "MR-ROOT-031"
     alone = diagnose(tb(params, exc="KeyError: 'train_data_path'"))
     assert alone.root is None  # the KeyError alone still decides nothing
+
+
+@pytest.mark.parametrize(("report", "root"), [
+    # 8 GiB of the card neither free nor reserved by this process: another process has it
+    ("GPU 0; 10.76 GiB total capacity; 2.29 GiB already allocated; 119.31 MiB free; 2.39 GiB "
+     "reserved in total by PyTorch", "environment"),
+    # the process's own working set fills the card
+    ("GPU 0; 10.76 GiB total capacity; 9.80 GiB already allocated; 119.31 MiB free; 10.10 GiB "
+     "reserved in total by PyTorch", "config"),
+])
+def test_a_cuda_oom_with_the_card_held_elsewhere_is_the_environments(report: str,
+                                                                      root: str) -> None:
+    log = f"RuntimeError: CUDA out of memory. Tried to allocate 200.00 MiB ({report})\n"
+    diagnosis = diagnose(log)
+    assert diagnosis.cause == "cuda_oom" and diagnosis.root.value == root

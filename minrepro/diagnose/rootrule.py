@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from minrepro.model import Failure, RootClass
+from minrepro.model import Failure, Frame, RootClass
 from minrepro.patterns import lazy
 
 USER, LIBRARY, ANY = "user", "library", "any"
@@ -40,6 +40,9 @@ class RootRule:
     scope: str = "all"  # where `message` looks: "all" (headline + traceback) or "raise"
     # (headline + the code line that raised: a traceback's other lines name cfg and args)
     packages: tuple[str, ...] = ()  # the package it was raised in is one of these (any: ())
+    # a regex the name of the function that raised, or of one of its callers in the same
+    # code (the frames out to the nearest frame of another package), must match ("": any)
+    function: str = ""
 
     def matches(self, failure: Failure, text: str, in_worker: bool) -> bool:
         short = failure.exc_type.rsplit(".", 1)[-1]
@@ -51,6 +54,9 @@ class RootRule:
             return False
         if self.packages and (failure.library_frame is None
                               or failure.library_frame.package not in self.packages):
+            return False
+        if self.function and not any(re.fullmatch(self.function, frame.function or "")
+                                     for frame in _raising_code(failure)):
             return False
         if self.unless and re.search(self.unless, failure.headline):
             return False  # what the failure says, not the lines printed after it
@@ -88,3 +94,18 @@ def _asked_by_its_own_code(failure: Failure) -> bool:
     if not missing or not frames or frames[-1].package is None:
         return False
     return re.search(rf"\bself\.{missing.group(1)}\b", frames[-1].code or "") is not None
+
+
+def _raising_code(failure: Failure) -> list[Frame]:
+    """The frame that raised and its callers in the same package (or the user's code): a
+    helper called by a Dataset's __getitem__ raised in that __getitem__'s work."""
+    frames = list(failure.frames)
+    if not frames:
+        return []
+    package = frames[-1].package
+    chain = []
+    for frame in reversed(frames):
+        if frame.package != package:
+            break
+        chain.append(frame)
+    return chain

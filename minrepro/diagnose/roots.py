@@ -105,6 +105,15 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "Install the Triton release the kernel was written for (the one the repo or "
              "flash-attn pins), or use the kernel's non-Triton path.",
              types=("CompilationError",), message=r"triton"),
+    # a C++/CUDA extension that was never built or cannot be built here (DeepSpeed's ops
+    # are compiled on first use: without a compiler or CUDA toolkit the op is missing)
+    RootRule("MR-ROOT-086", E, "A compiled extension the code needs was not built (no "
+             "compiler, ninja or CUDA toolkit where it is compiled on first use)", "Install the "
+             "build tools the extension needs (ninja, a C++ compiler, the CUDA toolkit of the "
+             "torch build) or a prebuilt release (DS_BUILD_OPS=1 pip install deepspeed).",
+             message=r"'DeepSpeed\w+' object has no attribute '(?:ds_\w+|\w+_op)'|"
+                     r"Ninja is required to load C\+\+ extensions|"
+                     r"Error building extension '\w+'"),
     RootRule("MR-ROOT-013", E, "The machine ran out of disk space", "Free disk space or "
              "write checkpoints elsewhere.",
              message=r"No space left on device|Disk quota exceeded|file write failed"),
@@ -170,6 +179,16 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "training.", message=r"num_samples should be a positive integer value, but got "
              r"num_samples=0|(?i:dataset is empty|found 0 (?:files|images|samples)|"
              r"no (?:images|samples|files) (?:were )?found)"),
+    # more samples asked for in one batch than the data set (or a split of it) holds
+    RootRule("MR-ROOT-081", C, "The batch size is larger than the data set (or a split of it)",
+             "Use a batch size no larger than the smallest split (the validation set, the "
+             "last batch), or give that split more samples; drop_last with fewer samples than "
+             "a batch leaves none.",
+             message=r"(?i)batch[ _-]?size[^\n]{0,60}\b(?:exceeds?|(?:is )?(?:larger|greater|"
+                     r"bigger) than)[^\n]{0,30}\b(?:the )?(?:dataset|data set|number of "
+                     r"(?:samples|examples|items|images)|(?:dataset|data set) (?:length|size))|"
+                     r"\b(?:dataset|data set|split|filelist)[^\n]{0,60}\b(?:smaller|fewer|less) "
+                     r"than (?:the |one )?batch[ _-]?size"),
     RootRule("MR-ROOT-003", F, "An assertion inside PyTorch's own C++ code failed",
              "Report it upstream with the repro; try another torch release.",
              message=r"(?:csrc|aten|c10)[\\/]\S+\.(?:cpp|cc|h):\d+: \w+: Assertion `"),
@@ -218,6 +237,20 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "torch does not parse", "Launch with torchrun (the script reads LOCAL_RANK from "
              "the environment) or accept both spellings: parser.add_argument('--local-rank', "
              "'--local_rank', type=int).", message=r"unrecognized arguments: --local-rank"),
+    # raised while the script parses its own command line (fairseq's parse_args_and_arch
+    # raising on a command without its data argument): the command, not the code
+    RootRule("MR-ROOT-083", C, "The script refused its command line while parsing it",
+             "Check the command against the script's --help: a required argument (the data "
+             "directory, the task, the architecture) missing or misspelled.",
+             function=r"(?i)parse_?\w*args\w*|parse_(?:opts?|options|arguments)\w*|"
+                      r"get_?(?:args|arguments|parser|opts?)"),
+    # Lightning: the module lacks a hook the Trainer was asked to run (Trainer.test without
+    # a test_dataloader): the training code, not a setting
+    RootRule("MR-ROOT-084", K, "The LightningModule lacks a method the Trainer was asked to "
+             "run", "Define the method the message names on the LightningModule (or its "
+             "DataModule), or do not call the Trainer entry point that needs it.",
+             types=("MisconfigurationException",),
+             message=r"No [`'\"]?\w+\(\)[`'\"]? method defined"),
     RootRule("MR-ROOT-032", C, "The launch command's arguments are wrong",
              "Check the command line against the script's --help.",
              types=("SystemExit", "ArgumentError", ""),

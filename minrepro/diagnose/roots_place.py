@@ -69,6 +69,13 @@ PLACE_RULES: tuple[RootRule, ...] = (
              "each shaped like its input.",
              message=r"returned an incorrect number of gradients|returned an invalid gradient|"
                      r"function \w+Backward returned"),
+    # a local read before it is set, inside an installed package's own function: a code path
+    # of the library that never set it (a NameError there is most often an optional import
+    # that failed, so it is not taken here)
+    RootRule("MR-ROOT-085", F, "A library's own function reads a variable it never set on "
+             "this code path (a bug in the library)", "Report it to the library with the "
+             "settings that take this path; install the release before the change, or set the "
+             "option that path needs.", types=("UnboundLocalError",), raised_in=LIBRARY),
     RootRule("MR-ROOT-042", K, "The code does not run as written (a name or syntax error)",
              "Read the line the error names: a typo, a missing import, or code for another "
              "Python.", types=("NameError", "UnboundLocalError", "SyntaxError",
@@ -148,6 +155,16 @@ PLACE_RULES: tuple[RootRule, ...] = (
              "Search PyTorch's issues for the assertion's message and the torch version; try "
              "the nearest other torch release (a known bug is often fixed or not yet in).",
              types=("AssertionError",), raised_in=LIBRARY, packages=("torch",)),
+    # an assert of the repo's own data-reading code: the data is not what the code checks
+    # for (a label list of another length, an annotation without a class)
+    RootRule("MR-ROOT-082", D, "An assertion of the code that reads the data failed on the data",
+             "The data (an annotation, a label file, a split list) does not hold what the "
+             "reading code asserts: find the sample it was reading and check its format against "
+             "the repo's data preparation steps.", types=("AssertionError",), raised_in=USER,
+             function=r"(?i)__getitem__|\w*(?:read|load|prepare|parse|build|make|get|filter|"
+                      r"preprocess|process|convert|collate)_?\w*(?:corpus|roidb|dataset|data|"
+                      r"annotations?|anno|labels?|samples?|images?|examples?|records|gt|targets?|"
+                      r"split)s?|\w*(?:roidb|dataset|corpus|annotations?)\w*"),
     RootRule("MR-ROOT-040", K, "An error in the training code itself",
              "Read the innermost frame of your code in the traceback: the bug is there.",
              types=("TypeError", "AttributeError", "NameError", "UnboundLocalError",
