@@ -209,3 +209,38 @@ def test_a_loss_scale_that_regrows_between_reductions_is_healthy() -> None:
     for number, scale in enumerate([128.0, 64.0, 32.0, 16.0, 8.0, 16.0, 16.0, 8.0, 16.0], 1):
         analyzer.feed(LossScaleEvent(line=number, scale_to=scale), Line(number, "x"))
     assert analyzer.findings() == []
+
+
+def _detection_log(parts_at_end: str, climb: bool = False) -> str:
+    """A detection run's records (loss = sum of parts), the last one given."""
+    rows = []
+    for i in range(8):
+        total = 2.0 * (4 ** i) if climb else 2.0 - 0.05 * i
+        rows.append(f"Epoch: [0]  [{i * 20:>4}/1000]  lr: 0.0020  loss: {total:.4f}  "
+                    f"loss_classifier: 0.{60 - i}  loss_box_reg: 0.{30 - i}  "
+                    f"loss_objectness: 0.0{80 - i}")
+    rows.append(parts_at_end)
+    rows.append("Loss is nan, stopping training")
+    return "\n".join(rows) + "\n"
+
+
+def test_one_loss_part_nan_while_the_others_stay_finite_is_the_data() -> None:
+    from tests.test_failures import diagnose
+
+    log = _detection_log("Epoch: [0]  [ 160/1000]  lr: 0.0020  loss: nan  loss_classifier: "
+                         "0.5210  loss_box_reg: nan  loss_objectness: 0.0712")
+    diagnosis = diagnose(log)
+    assert diagnosis.cause == "nan_in_data" and diagnosis.rule_id == "MR-CONV-105"
+    assert diagnosis.params["loss_part"] == "loss_box_reg"
+
+
+def test_every_part_nan_or_a_climb_first_stays_a_divergence() -> None:
+    from tests.test_failures import diagnose
+
+    every = _detection_log("Epoch: [0]  [ 160/1000]  lr: 0.0020  loss: nan  loss_classifier: "
+                           "nan  loss_box_reg: nan  loss_objectness: nan")
+    assert diagnose(every).cause == "lr_divergence"
+    climbed = _detection_log("Epoch: [0]  [ 160/1000]  lr: 0.0020  loss: nan  "
+                             "loss_classifier: 0.5210  loss_box_reg: nan  loss_objectness: "
+                             "0.0712", climb=True)
+    assert diagnose(climbed).cause == "lr_divergence"

@@ -46,6 +46,13 @@ LOSS_SPIKES = AnalyzerCheck(
     "MR-CONV-102", "lr_divergence", "Loss (or gradient norm) explodes far above its level",
     "The loss climbed to several times its earlier level and stayed there, or spiked "
     "repeatedly, or the gradient norm exploded.", "analyze/curves.py: divergence")
+LOSS_PART_NOT_FINITE = AnalyzerCheck(
+    "MR-CONV-105", "nan_in_data", "One part of the loss turned NaN while the others stayed "
+    "finite", "A loss summed of parts (box regression, classification, mask ...) has one part "
+    "NaN/Inf while the others are still finite, and the loss did not climb before: weights "
+    "blown up by a step too large would make every part NaN; one part alone takes the NaN from "
+    "its own inputs (a degenerate box, an empty target, a NaN label).",
+    "analyze/curves.py: loss parts")
 LOSS_PLATEAU = AnalyzerCheck(
     "MR-CONV-103", "loss_stagnation", "Loss flat on a plateau (at ln C: uniform guessing)",
     "The loss stays in a narrow band for the whole run; at ln(C) for C classes the model "
@@ -77,6 +84,6 @@ NCCL_WATCHDOG = AnalyzerCheck(
 
 CHECKS: tuple[AnalyzerCheck, ...] = (
     OOM_FULL_CARD, OOM_FRAGMENTED, GPU_MEMORY_GROWS, HOST_MEMORY_GROWS, LOSS_NOT_FINITE,
-    LOSS_SPIKES, LOSS_PLATEAU, LOSS_COLLAPSE, LOSS_SCALE_COLLAPSE, EVAL_LOSS_RISES,
-    GENERALISATION_GAP, DATA_TIME_SHARE, NCCL_WATCHDOG,
+    LOSS_SPIKES, LOSS_PART_NOT_FINITE, LOSS_PLATEAU, LOSS_COLLAPSE, LOSS_SCALE_COLLAPSE,
+    EVAL_LOSS_RISES, GENERALISATION_GAP, DATA_TIME_SHARE, NCCL_WATCHDOG,
 )

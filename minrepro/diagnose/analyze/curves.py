@@ -6,6 +6,8 @@ every N steps, several runs in one file): every check judges the run's level (wi
 trends.py) against its own noise, over enough points, as an engineer would before saying
 "diverged", "stuck" or "overfitting":
 
+  loss parts    one part of a summed loss is NaN while the others stay finite, the loss not
+                climbing before  -> nan_in_data
   divergence    the loss stays NaN/Inf, or climbs back to several times its best level and
                 stays there (still near its peak at the end), or never falls and ends well
                 above its start  -> lr_divergence
@@ -85,8 +87,8 @@ def run_checks(state: CurveState) -> list[Finding]:
     curves, and on the curves its last records are of where those differ (how the run
     ended: a last run, a pasted tail), the stronger of the two."""
     results = []
-    for check in (divergence, stagnation, collapse, overfitting, data_bound, memory_growth,
-                  host_memory_growth):
+    for check in (divergence, bad_part, stagnation, collapse, overfitting, data_bound,
+                  memory_growth, host_memory_growth):
         found = [check(state)]
         if _ends_elsewhere(state):
             state.at_end = True
@@ -151,6 +153,19 @@ def _not_finite(state: CurveState, series: Series) -> Finding:
     score = 0.75 if grew else 0.55 if len(before) >= 2 else 0.4
     evidence = ([before[0], max(before, key=lambda p: p.value)] if grew else []) + [bad]
     return finding(checks.LOSS_NOT_FINITE, score, evidence, params=_lr_at(state, bad.line))
+
+
+def bad_part(state: CurveState) -> Finding | None:
+    """A part of the loss NaN while the others stay finite, the loss not climbing before it:
+    the NaN enters through that part's inputs (its targets), not through the weights."""
+    if state.lone_bad_part is None:
+        return None
+    name, record = state.lone_bad_part
+    before = [p for p in state.main("loss").points() if p.line < record.line]
+    if _grew_before(before) or _climb(before):
+        return None
+    return finding(checks.LOSS_PART_NOT_FINITE, 0.6, [record], params={"loss_part": name},
+                   supersedes=("lr_divergence",))
 
 
 def _grew_before(before: list[Point]) -> bool:

@@ -21,7 +21,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from minrepro.diagnose.analyze.series import Series
+from minrepro.diagnose.analyze.series import Point, Series
 from minrepro.diagnose.extract.metricnames import quality_direction
 
 #: The metric names (normalised, see extract/metricnames.py) whose history is kept; held-out
@@ -155,6 +155,9 @@ class CurveState:
         self.last_series: dict[str, str] = {}  # name -> the series its latest record is of
         #: checks read the series the log ends in instead of the longest (see `main`)
         self.at_end = False
+        #: the first record where a part of a summed loss is NaN/Inf while most others are
+        #: finite: (the first such part's name, the record)
+        self.lone_bad_part: tuple[str, Point] | None = None
 
     def add(self, values: Iterable[tuple[str, float]], *, line: int, rank: int | None = None,
             text: str = "", series: str = "", step: int | None = None) -> None:
@@ -178,10 +181,22 @@ class CurveState:
             track.add(value, line=line, rank=rank, text=text, epoch=epoch, step=step,
                       average=average)
             self.last_series[name] = track.key
+        parts = [n for n in given if "loss" in n and n != "loss" and not n.endswith("_avg")
+                 and not n.startswith("eval_") and n != "loss_scale"]
         if not self.summed_loss and "loss" in given:
-            parts = [n for n in given if "loss" in n and n != "loss" and not n.endswith("_avg")
-                     and not n.startswith("eval_") and n != "loss_scale"]
             self.summed_loss = len(parts) >= 2
+        if self.lone_bad_part is None and len(parts) >= 3:
+            self._note_parts(parts, given, Point(line=line, value=math.nan, rank=rank,
+                                                 text=text[:300]))
+
+    def _note_parts(self, parts: list[str], given: dict[str, float], record: Point) -> None:
+        """Some parts non-finite, more of them finite (two at least), and the total (where
+        printed) not finite either: the NaN came in through those parts alone."""
+        bad = [n for n in parts if not math.isfinite(given[n])]
+        finite = len(parts) - len(bad)
+        if bad and finite >= 2 and len(bad) < finite and not math.isfinite(
+                given.get("loss", math.nan)):
+            self.lone_bad_part = (bad[0], record)
 
     def _track(self, name: str, series: str) -> Track | None:
         if name not in TRACKED and not _is_quality(name):
