@@ -244,3 +244,14 @@ def test_every_part_nan_or_a_climb_first_stays_a_divergence() -> None:
                              "loss_classifier: 0.5210  loss_box_reg: nan  loss_objectness: "
                              "0.0712", climb=True)
     assert diagnose(climbed).cause == "lr_divergence"
+
+
+def test_a_nan_loss_at_step_0_is_no_step_too_large() -> None:
+    from tests.test_failures import diagnose
+
+    rows = [f"epoch 1 step {s} loss nan lr 0.001" for s in range(0, 500, 50)]
+    diagnosis = diagnose("\n".join(rows) + "\n")
+    assert diagnosis.cause == "nan_in_data" and diagnosis.rule_id == "MR-CONV-106"
+    # the same NaN first logged at step 50 may be a step too large: not this check's
+    later = diagnose("\n".join(rows[1:]) + "\n")
+    assert later.rule_id != "MR-CONV-106"

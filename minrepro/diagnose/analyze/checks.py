@@ -53,6 +53,11 @@ LOSS_PART_NOT_FINITE = AnalyzerCheck(
     "blown up by a step too large would make every part NaN; one part alone takes the NaN from "
     "its own inputs (a degenerate box, an empty target, a NaN label).",
     "analyze/curves.py: loss parts")
+LOSS_NAN_AT_START = AnalyzerCheck(
+    "MR-CONV-106", "nan_in_data", "Loss NaN at step 0, before any optimizer step",
+    "The first training loss the run logs, at step 0, is already NaN/Inf: it was computed with "
+    "the initial weights, so no learning rate made it; the inputs (or the targets) of that "
+    "batch hold the NaN.", "analyze/curves.py: loss at step 0")
 LOSS_PLATEAU = AnalyzerCheck(
     "MR-CONV-103", "loss_stagnation", "Loss flat on a plateau (at ln C: uniform guessing)",
     "The loss stays in a narrow band for the whole run; at ln(C) for C classes the model "
@@ -84,6 +89,6 @@ NCCL_WATCHDOG = AnalyzerCheck(
 
 CHECKS: tuple[AnalyzerCheck, ...] = (
     OOM_FULL_CARD, OOM_FRAGMENTED, GPU_MEMORY_GROWS, HOST_MEMORY_GROWS, LOSS_NOT_FINITE,
-    LOSS_SPIKES, LOSS_PART_NOT_FINITE, LOSS_PLATEAU, LOSS_COLLAPSE, LOSS_SCALE_COLLAPSE,
-    EVAL_LOSS_RISES, GENERALISATION_GAP, DATA_TIME_SHARE, NCCL_WATCHDOG,
+    LOSS_SPIKES, LOSS_PART_NOT_FINITE, LOSS_NAN_AT_START, LOSS_PLATEAU, LOSS_COLLAPSE,
+    LOSS_SCALE_COLLAPSE, EVAL_LOSS_RISES, GENERALISATION_GAP, DATA_TIME_SHARE, NCCL_WATCHDOG,
 )

@@ -8,6 +8,8 @@ trends.py) against its own noise, over enough points, as an engineer would befor
 
   loss parts    one part of a summed loss is NaN while the others stay finite, the loss not
                 climbing before  -> nan_in_data
+  loss at 0     the first training loss, at step 0 (no optimizer step yet), is NaN
+                -> nan_in_data
   divergence    the loss stays NaN/Inf, or climbs back to several times its best level and
                 stays there (still near its peak at the end), or never falls and ends well
                 above its start  -> lr_divergence
@@ -87,7 +89,7 @@ def run_checks(state: CurveState) -> list[Finding]:
     curves, and on the curves its last records are of where those differ (how the run
     ended: a last run, a pasted tail), the stronger of the two."""
     results = []
-    for check in (divergence, bad_part, stagnation, collapse, overfitting, data_bound,
+    for check in (divergence, bad_part, nan_at_start, stagnation, collapse, overfitting, data_bound,
                   memory_growth, host_memory_growth):
         found = [check(state)]
         if _ends_elsewhere(state):
@@ -166,6 +168,14 @@ def bad_part(state: CurveState) -> Finding | None:
         return None
     return finding(checks.LOSS_PART_NOT_FINITE, 0.6, [record], params={"loss_part": name},
                    supersedes=("lr_divergence",))
+
+
+def nan_at_start(state: CurveState) -> Finding | None:
+    """The first training loss, logged at step 0, already NaN: no step was taken yet."""
+    first = state.loss_at_step_0
+    if first is None or math.isfinite(first.value):
+        return None
+    return finding(checks.LOSS_NAN_AT_START, 0.6, [first], supersedes=("lr_divergence",))
 
 
 def _grew_before(before: list[Point]) -> bool:

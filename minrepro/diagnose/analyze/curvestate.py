@@ -158,6 +158,10 @@ class CurveState:
         #: the first record where a part of a summed loss is NaN/Inf while most others are
         #: finite: (the first such part's name, the record)
         self.lone_bad_part: tuple[str, Point] | None = None
+        #: the run's first training-loss record, when the log gives it step 0 (computed with
+        #: the initial weights, before any optimizer step)
+        self.loss_at_step_0: Point | None = None
+        self._loss_seen = False
 
     def add(self, values: Iterable[tuple[str, float]], *, line: int, rank: int | None = None,
             text: str = "", series: str = "", step: int | None = None) -> None:
@@ -185,6 +189,11 @@ class CurveState:
                  and not n.startswith("eval_") and n != "loss_scale"]
         if not self.summed_loss and "loss" in given:
             self.summed_loss = len(parts) >= 2
+        if "loss" in given and not self._loss_seen:
+            self._loss_seen = True
+            if step == 0:
+                self.loss_at_step_0 = Point(line=line, value=given["loss"], rank=rank,
+                                            text=text[:300])
         if self.lone_bad_part is None and len(parts) >= 3:
             self._note_parts(parts, given, Point(line=line, value=math.nan, rank=rank,
                                                  text=text[:300]))
