@@ -247,6 +247,23 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
     # DeepSpeed's op compiled on first use, never built
     ("AttributeError: 'DeepSpeedCPUAdam' object has no attribute 'ds_opt_adam'\n",
      "environment"),
+    # BatchNorm handed the epoch's last batch of one sample
+    (tb(USER, ("/env/lib/python3.10/site-packages/torch/nn/functional.py", "_verify_batch_size",
+               'raise ValueError(f"Expected more than 1 value per channel when training, got '
+               'input size {size}")'),
+        exc="ValueError: Expected more than 1 value per channel when training, got input size "
+            "torch.Size([1, 128])"), "config"),
+    # a checkpoint that pickled a function of the training script
+    ("AttributeError: Can't get attribute 'exclude_bias_and_norm' on <module '__main__' from "
+     "'/srv/app/evaluate.py'>\n", "config"),
+    # torchrun's child killed by SIGBUS: the container's /dev/shm
+    ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -7) local_rank: 0 "
+     "(pid: 5406) of binary: /usr/bin/python3\n", "environment"),
+    # a module named after corruption in the frames is no corrupt file
+    (tb(("pretrain.py", "main", "gen.test_link(valid_data)"),
+        ("/srv/kbgan/corrupter.py", "test_link", "n = config().test_batch_size"),
+        exc="KeyError: 'test_batch_size'"), "config"),
+    (tb(USER, exc="OSError: image file is truncated (12 bytes not processed)"), "data"),
 ])
 def test_root_from_where_it_was_raised(log: str, root: str) -> None:
     diagnosis = diagnose(log)

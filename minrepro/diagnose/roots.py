@@ -134,6 +134,14 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
                      r"invalid device function|no CUDA GPUs are available|"
                      r"CUDA driver initialization failed|CUDA error: (?:initialization error|"
                      r"CUDA-capable device|operation not supported|invalid device ordinal)"),
+    # SIGBUS (exit -7): a memory-mapped page that cannot be backed, most often a container's
+    # small /dev/shm filled by DataLoader workers or DeepSpeed/NCCL buffers
+    RootRule("MR-ROOT-089", E, "The process died of SIGBUS: the shared memory (/dev/shm) is "
+             "too small for it", "Give the container more shared memory (docker --shm-size=16g "
+             "or --ipc=host, a Kubernetes emptyDir of medium Memory on /dev/shm), or use fewer "
+             "DataLoader workers.",
+             message=r"exitcode\s*: -7\b|Signal 7 \(SIGBUS\)|died with <Signals\.SIGBUS: 7>|"
+                     r"killed by signal: Bus error"),
     RootRule("MR-ROOT-009", E, "A native library crashed the process (a segfault, an illegal "
              "instruction): builds that do not fit each other or the machine",
              "Reinstall torch and the packages with compiled code (torchvision, apex, "
@@ -153,9 +161,12 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
                     "DecompressionBombError", "ParserError", "EmptyDataError"),
              message=r""),
     RootRule("MR-ROOT-022", D, "An image or sample file is truncated or unreadable",
-             "Validate the data files and drop the bad ones.",
+             "Validate the data files and drop the bad ones.", scope="raise",
+             # what the failure says (a module named corrupter.py in the frames says nothing)
              message=r"(?i)cannot identify image file|image file is truncated|"
-                     r"Invalid data found when processing|corrupt"),
+                     r"Invalid data found when processing|\bcorrupt(?:ed)? (?:file|image|data|"
+                     r"sample|jpe?g|png|zip|archive|header|record)|(?:is|was|are|seems) "
+                     r"(?:\w+ )?corrupt(?:ed)?\b|Corrupt JPEG data"),
     RootRule("MR-ROOT-023", D, "A CUDA kernel asserted on an index (labels or ids out of "
              "range, most often)", "Check the labels against the class count and the "
              "token ids against the vocabulary (run once on CPU for the exact error).",
@@ -179,6 +190,19 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "training.", message=r"num_samples should be a positive integer value, but got "
              r"num_samples=0|(?i:dataset is empty|found 0 (?:files|images|samples)|"
              r"no (?:images|samples|files) (?:were )?found)"),
+    # BatchNorm in training mode on a batch of one sample (the last batch of an epoch)
+    RootRule("MR-ROOT-087", C, "A batch of one sample reached BatchNorm in training (the "
+             "epoch's last, or a batch size of 1)", "Drop the incomplete last batch "
+             "(DataLoader(drop_last=True)) or pick a batch size that does not leave one sample "
+             "over; with a batch size of 1, use GroupNorm/LayerNorm or eval-mode BatchNorm.",
+             message=r"Expected more than 1 value per channel when training"),
+    # a checkpoint pickled with objects of the script that saved it (a function, a class of
+    # its __main__): loadable only where that script's names exist
+    RootRule("MR-ROOT-088", C, "The checkpoint pickles objects of the script that saved it, "
+             "which the loading script does not define", "Load it from the script that saved "
+             "it, or save (and load) a state_dict only: torch.save(model.state_dict(), ...).",
+             types=("AttributeError",),
+             message=r"Can't get attribute '\w+' on <module '__(?:mp_)?main__'"),
     # more samples asked for in one batch than the data set (or a split of it) holds
     RootRule("MR-ROOT-081", C, "The batch size is larger than the data set (or a split of it)",
              "Use a batch size no larger than the smallest split (the validation set, the "
