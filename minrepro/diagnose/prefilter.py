@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterable
 from typing import Any
 
+from minrepro.diagnose import hscache
 from minrepro.diagnose.rules.pack import Signal
 
 MIN_SEARCHES = 64  # searches of a signal before it may be compiled
@@ -128,13 +129,10 @@ class SignalPrefilter:
         module = self._module
         assert module is not None
         flags = module.HS_FLAG_PREFILTER | module.HS_FLAG_SINGLEMATCH
-        database = module.Database()
-        try:
-            database.compile(
-                expressions=[self._signals[key].source.encode() for key in keys],
-                ids=list(range(len(keys))), elements=len(keys),
-                flags=[flags | (module.HS_FLAG_CASELESS if self._signals[key].ignore_case
-                                else 0) for key in keys])
+        try:  # from the on-disk cache where an earlier run (a triage worker) compiled it
+            return hscache.database(
+                module, [self._signals[key].source.encode() for key in keys],
+                [flags | (module.HS_FLAG_CASELESS if self._signals[key].ignore_case else 0)
+                 for key in keys])
         except Exception:  # noqa: BLE001 - a pattern hyperscan refuses is searched as before
             return None
-        return database
