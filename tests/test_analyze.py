@@ -255,3 +255,31 @@ def test_a_nan_loss_at_step_0_is_no_step_too_large() -> None:
     # the same NaN first logged at step 50 may be a step too large: not this check's
     later = diagnose("\n".join(rows[1:]) + "\n")
     assert later.rule_id != "MR-CONV-106"
+
+
+@pytest.mark.parametrize(("accuracy", "found"), [
+    # it learned a little, then lost it while the held-out loss climbed: overfitting
+    ((44.0, 46.5, 48.0, 49.4, 49.6, 49.2, 48.6, 48.0, 47.1, 46.6, 45.9, 45.5), True),
+    # never moved at all: the held-out metric never fit (labels, the eval set)
+    ((10.0, 10.1, 10.0, 9.9, 10.0, 10.1, 10.0, 10.0, 9.9, 10.0, 10.1, 10.0), False),
+])
+def test_a_held_out_metric_that_rose_then_fell_is_overfitting(accuracy: tuple[float, ...],
+                                                               found: bool) -> None:
+    rows = []
+    for epoch, acc in enumerate(accuracy):
+        rows += [{"loss": 2.0 / (epoch + 1), "epoch": epoch},
+                 {"eval_loss": 2.0 + 0.12 * max(0, epoch - 3), "eval_accuracy": acc,
+                  "epoch": epoch}]
+    assert ("overfitting" in curve(rows)) is found
+
+
+def test_a_line_whose_subject_is_the_test_pass_is_an_evaluation() -> None:
+    from minrepro.diagnose.extract.metrics import parse_metrics
+    from minrepro.model import Line
+
+    text = "TEST in epoch3, loss = 2.0078, acc = 49.35%"
+    record = parse_metrics(text, Line(line=1, text=text))
+    assert record is not None and dict(record.values)["eval_loss"] == 2.0078
+    text = "TRAIN in epoch 3 , step 50, loss = 0.12"
+    record = parse_metrics(text, Line(line=1, text=text))
+    assert record is not None and "loss" in dict(record.values)

@@ -13,6 +13,7 @@ from minrepro.diagnose.analyze.trends import levels, mean, median
 from minrepro.model import Finding
 
 RISE = 1.1  # a held-out loss this far above its best, to stay, is rising
+FELL = 0.02  # a held-out metric this share of its scale below its best: it learned, then lost it
 
 
 # --- collapse -----------------------------------------------------------------------------
@@ -77,9 +78,10 @@ def overfitting(state: CurveState) -> Finding | None:
         return None  # evaluated often enough to see: the held-out loss does not climb
     if still_improving(state, evals[best].line):
         return None  # the held-out loss rises, but the model still gets better at the task
-    if state.quality() and not quality_improved(state):
-        return None  # the held-out metric never moved: it never fit (labels? the eval set?)
     worse = _quality_got_worse(state)
+    if state.quality() and not quality_improved(state) and not _quality_got_worse(
+            state, margin=FELL):
+        return None  # the held-out metric never moved: it never fit (labels? the eval set?)
     return finding(checks.EVAL_LOSS_RISES, 0.8 if worse else 0.7, [evals[best], evals[-1]],
                    params={"best_eval_loss": round(evals[best].value, 4)})
 
@@ -91,13 +93,14 @@ def _smoothed(values: list[float]) -> list[float]:
     return [median(values[max(0, i - 1):i + 2]) for i in range(len(values))]
 
 
-def _quality_got_worse(state: CurveState) -> bool:
+def _quality_got_worse(state: CurveState, margin: float = 0.01) -> bool:
+    """A held-out quality metric's last level is below its best by `margin` of its scale."""
     for _, direction, series in state.quality():
         values = [v * direction for v in series.values()]
         if len(values) >= 4:
             found = levels(values)
             scale = 100.0 if max(abs(v) for v in values) > 1.5 else 1.0
-            if max(found) - found[-1] >= 0.01 * scale:
+            if max(found) - found[-1] >= margin * scale:
                 return True
     return False
 

@@ -78,7 +78,10 @@ _AVERAGE_AFTER = lazy(rf"\s*\(\s*(?P<avg>{FLOAT})\s*\)")
 _EVAL_MARK = lazy(
     r"(?:^|[\s\]\[|(>-])(?:test set|validation set|validate|validation|valid|val"
     r"|eval(?:uation|uating)?|test(?:ing)?)\s*[:\]]|Epoch\(val\)|\[(?:valid|val|eval)\]"
-    r"|^\s*\*\s+(?:acc|prec|top|loss|map|miou)",  # pytorch/examples, DeiT, DINO: " * Acc@1 .."
+    r"|^\s*\*\s+(?:acc|prec|top|loss|map|miou)"  # pytorch/examples, DeiT, DINO: " * Acc@1 .."
+    # a line whose subject is the evaluation: "TEST in epoch3, loss = 2.2", "Valid epoch 3 .."
+    r"|^\s*(?:test(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?)\s+(?:in|on|at|after|of|epoch|"
+    r"set|results?|step|iter)\b",
     re.IGNORECASE)
 #: Words of a training record, which end an evaluation block.
 _TRAIN_MARK = lazy(r"(?i)\b(?:train\w*|epoch|iter\w*|step)\b|\d+%\|")
