@@ -264,6 +264,11 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
         ("/srv/kbgan/corrupter.py", "test_link", "n = config().test_batch_size"),
         exc="KeyError: 'test_batch_size'"), "config"),
     (tb(USER, exc="OSError: image file is truncated (12 bytes not processed)"), "data"),
+    # a device index past the visible GPUs (one GPU on a Colab machine, set_device(1))
+    (tb(("train.py", "main", "torch.cuda.set_device(opt.local_rank)"),
+        ("/usr/local/lib/python3.7/dist-packages/torch/cuda/__init__.py", "set_device",
+         "torch._C._cuda_setDevice(device)"),
+        exc="RuntimeError: CUDA error: invalid device ordinal"), "config"),
 ])
 def test_root_from_where_it_was_raised(log: str, root: str) -> None:
     diagnosis = diagnose(log)

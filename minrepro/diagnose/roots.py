@@ -124,6 +124,11 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
                      r"Torch not compiled with CUDA enabled|libcudart|"
                      r"too old to be supported|CUDA capability sm_\d+ is not compatible|"
                      r"only supports devices of CUDA Capability"),
+    # a GPU index the machine does not have: the job's device setting, not its CUDA install
+    RootRule("MR-ROOT-090", C, "The job asks for a GPU this machine does not have (a device "
+             "index past the visible GPUs)", "Ask for a GPU index below torch.cuda.device_count() "
+             "(--gpu / --local_rank / CUDA_VISIBLE_DEVICES), or launch one process a visible GPU.",
+             message=r"invalid device ordinal"),
     RootRule("MR-ROOT-008", E, "A CUDA runtime or library (cuDNN, cuBLAS) call failed",
              "Check that the torch build fits the driver and GPU (python -m "
              "torch.utils.collect_env); try CUDNN off (torch.backends.cudnn.enabled = False) "
@@ -133,7 +138,7 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
                      r"NOT_SUPPORTED)|CUDA-capable devices? (?:are|is/are) busy|"
                      r"invalid device function|no CUDA GPUs are available|"
                      r"CUDA driver initialization failed|CUDA error: (?:initialization error|"
-                     r"CUDA-capable device|operation not supported|invalid device ordinal)"),
+                     r"CUDA-capable device|operation not supported)"),
     # SIGBUS (exit -7): a memory-mapped page that cannot be backed, most often a container's
     # small /dev/shm filled by DataLoader workers or DeepSpeed/NCCL buffers
     RootRule("MR-ROOT-089", E, "The process died of SIGBUS: the shared memory (/dev/shm) is "
