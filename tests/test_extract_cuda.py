@@ -124,3 +124,15 @@ def test_oom_report(text: str, expected: OomReport) -> None:
 ])
 def test_oom_prose_is_not_a_report(text: str) -> None:
     assert feed_all(OomExtractor(), [text]) == []
+
+
+def test_a_host_side_cpp_assert_is_an_assertion_event() -> None:
+    text = ("python: /project/lib/Analysis/Allocation.cpp:40: std::pair<int, int> "
+            "mlir::triton::getCvtOrder(mlir::Attribute): Assertion `!(src && dst) && "
+            "\"Unexpected mma -> mma layout conversion\"' failed.")
+    (event,) = CudaAssertExtractor().feed(Line(line=7, text=text))
+    assert event.file == "/project/lib/Analysis/Allocation.cpp"
+    assert event.condition.startswith("!(src && dst)")
+    # a Python assert's message quoting the words is no native assertion
+    prose = "AssertionError: Assertion `x' failed"
+    assert CudaAssertExtractor().feed(Line(line=1, text=prose)) == ()

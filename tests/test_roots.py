@@ -269,6 +269,10 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
         ("/usr/local/lib/python3.7/dist-packages/torch/cuda/__init__.py", "set_device",
          "torch._C._cuda_setDevice(device)"),
         exc="RuntimeError: CUDA error: invalid device ordinal"), "config"),
+    # a compiled library's own C++ assert, then the abort
+    ("python: /project/lib/Analysis/Allocation.cpp:40: void mlir::triton::convert(): "
+     "Assertion `!(a && b) && \"Unexpected layout\"' failed.\nAborted (core dumped)\n",
+     "framework"),
 ])
 def test_root_from_where_it_was_raised(log: str, root: str) -> None:
     diagnosis = diagnose(log)

@@ -218,6 +218,12 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
                      r"(?:samples|examples|items|images)|(?:dataset|data set) (?:length|size))|"
                      r"\b(?:dataset|data set|split|filelist)[^\n]{0,60}\b(?:smaller|fewer|less) "
                      r"than (?:the |one )?batch[ _-]?size"),
+    # glibc's assert format (`file.cpp:40: func: Assertion `cond' failed.`): a compiled
+    # library's own invariant, on the host (CUDA kernels print theirs `cond` failed)
+    RootRule("MR-ROOT-091", F, "An assertion inside a compiled library's C/C++ code failed",
+             "Report it to the library (Triton, the extension named in the path) with the "
+             "repro; try another release of it, or the code path without it.",
+             message=r"\.(?:c|cc|cpp|cxx|h|hpp):\d+: [^\n]*Assertion `[^\n]*' failed"),
     RootRule("MR-ROOT-003", F, "An assertion inside PyTorch's own C++ code failed",
              "Report it upstream with the repro; try another torch release.",
              message=r"(?:csrc|aten|c10)[\\/]\S+\.(?:cpp|cc|h):\d+: \w+: Assertion `"),

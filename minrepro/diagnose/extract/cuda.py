@@ -5,6 +5,8 @@ Formats (real texts, see tests/test_extract_cuda.py for sources):
       thread: [0,0,0] Assertion `srcIndex < srcSelectDimSize` failed.
   C:\\...\\NLLLoss2d.cu:106: block: [3,0,0], thread: [353,0,0] Assertion `t >= 0 ...` failed.
       (Windows builds omit the kernel name)
+  python: /project/lib/Analysis/Allocation.cpp:40: ...getCvtOrder(...): Assertion `!(a && b)'
+      failed.   (a host-side C++ assert, glibc's format, then "Aborted (core dumped)")
   old OOM (<= 2.0): CUDA out of memory. Tried to allocate X (GPU 0; Y total capacity;
       Z already allocated; W free; V reserved in total by PyTorch)   ("; V cached)" before 1.5)
   new OOM (2.1+): Tried to allocate X. GPU 0 has a total capacity of Y of which W is free. ...
@@ -27,6 +29,12 @@ _ASSERT_RE = lazy(
     r"(?:(?P<kernel>.*?): )?block: \[[\d, ]*\], thread: \[[\d, ]*\] "
     r"Assertion `(?P<cond>.*?)` failed"
 )
+#: A host-side C/C++ assert, as glibc prints it before abort(): `prog: file.cpp:40: func:
+#: Assertion `cond' failed.` (a compiled library's own invariant: Triton's, a C++ extension's)
+_NATIVE_ASSERT_RE = lazy(
+    r"(?P<file>(?:[A-Za-z]:)?[^\s:]*\.(?:c|cc|cpp|cxx|h|hpp)):(?P<lineno>\d+): "
+    r"(?P<kernel>.{0,400}?): Assertion `(?P<cond>.{0,400})' failed"
+)
 #: Each failing thread prints its own line; one event per distinct assertion is enough.
 _MAX_SEEN_ASSERTS = 256
 
@@ -44,7 +52,7 @@ class CudaAssertExtractor:
         text = line.text
         if not _may_assert(text):
             return ()
-        match = _ASSERT_RE.search(text)
+        match = _ASSERT_RE.search(text) or _NATIVE_ASSERT_RE.search(text)
         if match is None:
             return ()
         file = match["file"]
