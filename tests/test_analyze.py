@@ -283,3 +283,17 @@ def test_a_line_whose_subject_is_the_test_pass_is_an_evaluation() -> None:
     text = "TRAIN in epoch 3 , step 50, loss = 0.12"
     record = parse_metrics(text, Line(line=1, text=text))
     assert record is not None and "loss" in dict(record.values)
+
+
+def test_loss_parts_printed_one_a_line_after_their_total_count_as_one_record() -> None:
+    from tests.test_failures import diagnose
+
+    rows = []
+    for i, total in enumerate((0.94, 1.23, 0.98, 1.05, 0.91)):
+        rows += [f"iter: {20 * i} / 10000, total loss: {total:.4f}",
+                 f" >>> rpn_loss_cls: 0.0{6 + i}", f" >>> rpn_loss_box: 0.{80 - i}",
+                 f" >>> loss_cls: 0.0{4 + i}", f" >>> loss_box: 0.01{i}", " >>> lr: 0.001000"]
+    rows += ["iter: 100 / 10000, total loss: nan", " >>> rpn_loss_cls: 0.682706",
+             " >>> rpn_loss_box: nan", " >>> loss_cls: 0.000110", " >>> loss_box: 0.000000"]
+    diagnosis = diagnose("\n".join(rows) + "\n")
+    assert diagnosis.cause == "nan_in_data" and diagnosis.params["loss_part"] == "rpn_loss_box"

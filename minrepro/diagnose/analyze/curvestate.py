@@ -142,6 +142,15 @@ def _last_substantial(segments: list[Series]) -> Series:
     return last
 
 
+_PART_LINES = 8  # lines after a total within which its parts, one a line, are printed
+
+
+def _part_names(values: dict[str, float]) -> list[str]:
+    """The names of a summed loss's parts among a record's values (loss_cls, rpn_loss_box)."""
+    return [n for n in values if "loss" in n and n != "loss" and not n.endswith("_avg")
+            and not n.startswith("eval_") and n != "loss_scale"]
+
+
 class CurveState:
     """The tracked series of one run, plus what the values say about the loss's make-up."""
 
@@ -162,6 +171,7 @@ class CurveState:
         #: the initial weights, before any optimizer step)
         self.loss_at_step_0: Point | None = None
         self._loss_seen = False
+        self._group: tuple[dict[str, float], Point] | None = None  # a total and its parts
 
     def add(self, values: Iterable[tuple[str, float]], *, line: int, rank: int | None = None,
             text: str = "", series: str = "", step: int | None = None) -> None:
@@ -185,8 +195,7 @@ class CurveState:
             track.add(value, line=line, rank=rank, text=text, epoch=epoch, step=step,
                       average=average)
             self.last_series[name] = track.key
-        parts = [n for n in given if "loss" in n and n != "loss" and not n.endswith("_avg")
-                 and not n.startswith("eval_") and n != "loss_scale"]
+        parts = _part_names(given)
         if not self.summed_loss and "loss" in given:
             self.summed_loss = len(parts) >= 2
         if "loss" in given and not self._loss_seen:
@@ -194,9 +203,26 @@ class CurveState:
             if step == 0:
                 self.loss_at_step_0 = Point(line=line, value=given["loss"], rank=rank,
                                             text=text[:300])
-        if self.lone_bad_part is None and len(parts) >= 3:
-            self._note_parts(parts, given, Point(line=line, value=math.nan, rank=rank,
-                                                 text=text[:300]))
+        if self.lone_bad_part is None:
+            self._gather_parts(given, parts, Point(line=line, value=math.nan, rank=rank,
+                                                   text=text[:300]), step)
+
+    def _gather_parts(self, given: dict[str, float], parts: list[str], record: Point,
+                      step: int | None) -> None:
+        """A record's loss parts, and those of a total printed with its parts one a line
+        after it (`total loss: nan`, then `rpn_loss_box: nan`, `loss_cls: 0.04` ...)."""
+        if len(parts) >= 3:
+            self._note_parts(parts, given, record)
+        if "loss" in given:
+            self._group = (dict(given), record)
+        elif self._group is not None and step is None and parts and len(given) == len(parts) \
+                and record.line - self._group[1].line <= _PART_LINES:
+            group, total = self._group
+            group.update(given)
+            if len(_part_names(group)) >= 3:
+                self._note_parts(_part_names(group), group, total)
+        else:
+            self._group = None
 
     def _note_parts(self, parts: list[str], given: dict[str, float], record: Point) -> None:
         """Some parts non-finite, more of them finite (two at least), and the total (where
