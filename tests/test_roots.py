@@ -273,6 +273,19 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
     ("python: /project/lib/Analysis/Allocation.cpp:40: void mlir::triton::convert(): "
      "Assertion `!(a && b) && \"Unexpected layout\"' failed.\nAborted (core dumped)\n",
      "framework"),
+    # a launch script handed to Python
+    ('  File "./tools/dist_train.sh", line 3\n    CONFIG=$1\n           ^\n'
+     "SyntaxError: invalid syntax\n", "config"),
+    # an .ini file without the section read
+    (tb(("train.py", "<module>", "model_name = config['train']['model']"),
+        ("/env/lib/python3.7/configparser.py", "__getitem__", "raise KeyError(key)"),
+        exc="KeyError: 'train'"), "config"),
+    # an f-string on a Python older than 3.6
+    ('  File "train/train_rl.py", line 117\n    name=f"{args.name}_seed{args.seed}",\n'
+     "                ^\nSyntaxError: invalid syntax\n", "environment"),
+    # ... but a plain syntax error stays the code's
+    ('  File "train.py", line 12\n    if x = 3:\n         ^\nSyntaxError: invalid syntax\n',
+     "code"),
 ])
 def test_root_from_where_it_was_raised(log: str, root: str) -> None:
     diagnosis = diagnose(log)

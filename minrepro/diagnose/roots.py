@@ -272,6 +272,22 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "torch does not parse", "Launch with torchrun (the script reads LOCAL_RANK from "
              "the environment) or accept both spellings: parser.add_argument('--local-rank', "
              "'--local_rank', type=int).", message=r"unrecognized arguments: --local-rank"),
+    # `python tools/dist_train.sh`: a shell script handed to Python
+    RootRule("MR-ROOT-092", C, "A shell script was run with python", "Run the script with "
+             "bash (`bash tools/dist_train.sh CONFIG GPUS` or ./tools/dist_train.sh), not "
+             "python.", types=("SyntaxError",),
+             message=r"File \"[^\"\n]+\.(?:sh|bash|zsh|bat|cmd|ps1)\", line \d+"),
+    # the stdlib's configparser without the section or key the code reads: the .ini/.cfg file
+    RootRule("MR-ROOT-093", C, "The config file lacks the section or key the code reads",
+             "Add the section (or key) the message names to the .ini/.cfg file the run reads, "
+             "or point the run at the right file (configparser reads a missing file as empty).",
+             types=("KeyError",), message=r"configparser\.py\", line \d+, in __getitem__"),
+    # syntax the running Python does not know: f-strings (3.6), := (3.8)
+    RootRule("MR-ROOT-094", E, "The code uses syntax newer than the Python that runs it",
+             "Run it with the Python version the repo needs (an f-string needs 3.6, := 3.8, "
+             "match 3.10): check `python --version` in the job's environment.",
+             types=("SyntaxError",), scope="raise",
+             message=r"\bf[\"'][^\"'\n]*\{|:=|^\s*match \w+:"),
     # raised while the script parses its own command line (fairseq's parse_args_and_arch
     # raising on a command without its data argument): the command, not the code
     RootRule("MR-ROOT-083", C, "The script refused its command line while parsing it",
