@@ -31,6 +31,7 @@ CLAMPED = [
     ("shape_mismatch", "batchnorm", {"actual": 38, "expected": 36}),
     ("shape_mismatch", "layernorm", {"actual": 768, "expected": 384, "rows": 32}),
     ("shape_mismatch", "layernorm", {"actual": 9000, "expected": 8999}),
+    ("shape_mismatch", "cat", {"actual": 401, "expected": 402}),
     ("state_dict_mismatch", "size", {"param": "fc.weight", "checkpoint_shape": "1000, 2048",
                                      "model_shape": "512, 2048"}),
     ("inplace_autograd", "default", {"shape": "100000, 100000", "node": "SigmoidBackward0",
