@@ -287,7 +287,7 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "Run it with the Python version the repo needs (an f-string needs 3.6, := 3.8, "
              "match 3.10): check `python --version` in the job's environment.",
              types=("SyntaxError",), scope="raise",
-             message=r"\bf[\"'][^\"'\n]*\{|:=|^\s*match \w+:"),
+             message=r"\bf[\"'][^\"'\n]*\{|:="),
     # raised while the script parses its own command line (fairseq's parse_args_and_arch
     # raising on a command without its data argument): the command, not the code
     RootRule("MR-ROOT-083", C, "The script refused its command line while parsing it",

@@ -143,6 +143,7 @@ def _last_substantial(segments: list[Series]) -> Series:
 
 
 _PART_LINES = 8  # lines after a total within which its parts, one a line, are printed
+_Where = tuple[int, "int | None", str]  # a record's line, rank and text
 
 
 def _part_names(values: dict[str, float]) -> list[str]:
@@ -171,7 +172,7 @@ class CurveState:
         #: the initial weights, before any optimizer step)
         self.loss_at_step_0: Point | None = None
         self._loss_seen = False
-        self._group: tuple[dict[str, float], Point] | None = None  # a total and its parts
+        self._group: tuple[dict[str, float], _Where] | None = None  # a total and its parts
 
     def add(self, values: Iterable[tuple[str, float]], *, line: int, rank: int | None = None,
             text: str = "", series: str = "", step: int | None = None) -> None:
@@ -204,34 +205,36 @@ class CurveState:
                 self.loss_at_step_0 = Point(line=line, value=given["loss"], rank=rank,
                                             text=text[:300])
         if self.lone_bad_part is None:
-            self._gather_parts(given, parts, Point(line=line, value=math.nan, rank=rank,
-                                                   text=text[:300]), step)
+            self._gather_parts(given, parts, (line, rank, text), step)
 
-    def _gather_parts(self, given: dict[str, float], parts: list[str], record: Point,
+    def _gather_parts(self, given: dict[str, float], parts: list[str], where: _Where,
                       step: int | None) -> None:
         """A record's loss parts, and those of a total printed with its parts one a line
         after it (`total loss: nan`, then `rpn_loss_box: nan`, `loss_cls: 0.04` ...)."""
         if len(parts) >= 3:
-            self._note_parts(parts, given, record)
+            self._note_parts(parts, given, where)
         if "loss" in given:
-            self._group = (dict(given), record)
+            self._group = (given, where)  # a fresh dict a record: kept, not copied
         elif self._group is not None and step is None and parts and len(given) == len(parts) \
-                and record.line - self._group[1].line <= _PART_LINES:
-            group, total = self._group
-            group.update(given)
-            if len(_part_names(group)) >= 3:
-                self._note_parts(_part_names(group), group, total)
+                and where[0] - self._group[1][0] <= _PART_LINES:
+            group = {**self._group[0], **given}
+            self._group = (group, self._group[1])
+            names = _part_names(group)
+            if len(names) >= 3:
+                self._note_parts(names, group, self._group[1])
         else:
             self._group = None
 
-    def _note_parts(self, parts: list[str], given: dict[str, float], record: Point) -> None:
+    def _note_parts(self, parts: list[str], given: dict[str, float], where: _Where) -> None:
         """Some parts non-finite, more of them finite (two at least), and the total (where
         printed) not finite either: the NaN came in through those parts alone."""
         bad = [n for n in parts if not math.isfinite(given[n])]
         finite = len(parts) - len(bad)
         if bad and finite >= 2 and len(bad) < finite and not math.isfinite(
                 given.get("loss", math.nan)):
-            self.lone_bad_part = (bad[0], record)
+            line, rank, text = where
+            self.lone_bad_part = (bad[0], Point(line=line, value=math.nan, rank=rank,
+                                                text=text[:300]))
 
     def _track(self, name: str, series: str) -> Track | None:
         if name not in TRACKED and not _is_quality(name):
