@@ -168,3 +168,33 @@ def test_a_long_traceback_in_the_middle_of_a_big_log_is_read_whole(tmp_path: Pat
     diagnosis = diagnose_log(path)
     assert diagnosis.failure is not None and diagnosis.failure.exc_type == "ValueError"
     assert len(diagnosis.failure.frames) == 40
+
+
+class _NoScanAhead(LineSelector):
+    def prepare(self, block, size, total) -> None:  # noqa: ANN001
+        pass
+
+
+@pytest.mark.skipif(best_engine() != "hyperscan", reason="scans ahead only with hyperscan")
+def test_scans_started_ahead_pick_the_lines_a_scan_in_place_picks(tmp_path: Path) -> None:
+    """The reader starts each block's trigger scan in a thread as it reads the block in and
+    reads the block before it meanwhile: the same lines come out, and each scan is claimed by
+    the pick of its own block (none left running on a buffer about to be refilled)."""
+    path = big_log(tmp_path / "big.log", OOM, size=6 * (HEAD_BYTES + TAIL_BYTES))
+    select, whole = selection_words()
+    words = trigger_words(load_rules()) + list(select)
+    claimed: list[bool] = []
+
+    class Counting(LineSelector):
+        def _claim(self, block, size):  # noqa: ANN001, ANN202
+            found = super()._claim(block, size)
+            claimed.append(found is not None)
+            return found
+
+    ahead = Counting(words, whole_words=whole)
+    lines = [(ln.line, ln.text) for ln in LogReader(path, chunk_bytes=64 << 10, selector=ahead)]
+    in_place = [(ln.line, ln.text) for ln in LogReader(
+        path, chunk_bytes=64 << 10, selector=_NoScanAhead(words, whole_words=whole))]
+    assert lines == in_place
+    assert len(claimed) > 10 and all(claimed)
+    assert ahead._ahead == []

@@ -18,10 +18,9 @@ import functools
 import importlib
 import os
 import re
-import threading
 from functools import cache
 from types import ModuleType
-from typing import Protocol
+from typing import Any, Protocol
 
 from minrepro.diagnose import hscache
 from minrepro.diagnose.literals import trie_pattern
@@ -96,6 +95,8 @@ def _words_pattern(words: tuple[str, ...]) -> str:
 
 
 class _Hyperscan:
+    drops_gil = True  # hs_scan runs without the GIL: a scan can run beside Python work
+
     def __init__(self, literals: tuple[str, ...], words: tuple[str, ...]) -> None:
         hyperscan = _module("hyperscan")
         assert hyperscan is not None
@@ -105,16 +106,19 @@ class _Hyperscan:
             expressions.append(_words_pattern(words).encode())
             flags.append(0)
         self._module = hyperscan
-        self._local = threading.local()
+        self._spare: list[Any] = []  # scratch spaces not in use (list.pop/append: atomic)
         self._db = hscache.database(hyperscan, expressions, flags)
 
     def hits(self, block: Buffer) -> Hits:
         found: Hits = []
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:  # one a thread (engines are shared): a scan holds its scratch
-            scratch = self._local.scratch = self._module.Scratch(self._db)
-        self._db.scan(block, match_event_handler=lambda pid, _f, end, _fl, _c:
-                      found.append((end, pid)), scratch=scratch)
+        # a scan holds its scratch; engines are shared by threads (a scan started ahead runs
+        # in a thread of its own), so each takes a spare one and gives it back
+        scratch = self._spare.pop() if self._spare else self._module.Scratch(self._db)
+        try:
+            self._db.scan(block, match_event_handler=lambda pid, _f, end, _fl, _c:
+                          found.append((end, pid)), scratch=scratch)
+        finally:
+            self._spare.append(scratch)
         return found
 
 

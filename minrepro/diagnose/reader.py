@@ -224,9 +224,7 @@ class LogReader:
             end = length + got
             cut = buffer.rfind(b"\n", length, end)  # `pending` holds no newline
             if cut >= 0:
-                if held is not None:
-                    number = yield from self._block(*held, number, final=False)
-                    held = None
+                previous, held = held, None  # None when skipping: flushed with the long line
                 block_end = cut
                 if skipping:
                     first = buffer.find(b"\n", 0, cut + 1)
@@ -239,6 +237,10 @@ class LogReader:
                         block_end = -1
                 if block_end >= 0:
                     held = (buffer, block_end)
+                    if self.selector is not None:  # its scan runs while `previous` is read
+                        self.selector.prepare(buffer, block_end, self._text_bytes())
+                if previous is not None:
+                    number = yield from self._block(*previous, number, final=False)
                 current ^= 1  # what follows the last newline goes to the other buffer
                 length = end - cut - 1
                 memoryview(buffers[current])[:length] = memoryview(buffer)[cut + 1:end]
@@ -268,8 +270,7 @@ class LogReader:
         line. The buffer is reused after this: what leaves here are copies."""
         spans = EVERY_LINE
         if self.selector is not None:
-            text_bytes = None if self.compressed else self.total_bytes
-            spans = self.selector.pick(block, text_bytes, final, size)
+            spans = self.selector.pick(block, self._text_bytes(), final, size)
         if spans is EVERY_LINE:
             for raw in bytes(memoryview(block)[:size]).split(b"\n"):
                 yield from self._segments(raw, number)
@@ -282,6 +283,10 @@ class LogReader:
             position = start
             yield from self._segments(bytes(view[start:end]), number)
         return number + block.count(b"\n", position, size) + 1
+
+    def _text_bytes(self) -> int | None:
+        """The size of the log's text, where known (not for stdin or gzip)."""
+        return None if self.compressed else self.total_bytes
 
     def _flush_long(self, pending: bytes) -> tuple[bytes, bool]:
         """Split an over-long unfinished line: emit complete '\\r' segments, or cut the head."""
