@@ -34,6 +34,8 @@ Buffer = bytes | bytearray | memoryview
 
 
 class Engine(Protocol):
+    drops_gil: bool  # whether a scan lets other threads run (a scan may then run ahead)
+
     def hits(self, block: Buffer) -> Hits: ...
 
 
@@ -113,7 +115,10 @@ class _Hyperscan:
         found: Hits = []
         # a scan holds its scratch; engines are shared by threads (a scan started ahead runs
         # in a thread of its own), so each takes a spare one and gives it back
-        scratch = self._spare.pop() if self._spare else self._module.Scratch(self._db)
+        try:  # not `if self._spare`: another thread may take the last one in between
+            scratch = self._spare.pop()
+        except IndexError:
+            scratch = self._module.Scratch(self._db)
         try:
             self._db.scan(block, match_event_handler=lambda pid, _f, end, _fl, _c:
                           found.append((end, pid)), scratch=scratch)
@@ -126,6 +131,8 @@ class _AhoCorasick:
     """Literals and whole words in one automaton over the lower-cased block. A whole word is
     a pattern per non-word byte after it ("nan " "nan," ...), so "info" never matches "inf"
     and the rare real hits alone get their byte before checked (as `\\b` says)."""
+
+    drops_gil = False
 
     def __init__(self, literals: tuple[str, ...], words: tuple[str, ...]) -> None:
         module = _module("ahocorasick")
@@ -156,6 +163,8 @@ class _AhoCorasick:
 
 
 class _Regex:
+    drops_gil = False
+
     def __init__(self, literals: tuple[str, ...], words: tuple[str, ...]) -> None:
         lowered = tuple(dict.fromkeys(w.lower() for w in words))
         self._pattern = re.compile(f"{trie_pattern(literals)}|{_words_pattern(lowered)}".encode())

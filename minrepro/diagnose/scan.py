@@ -79,7 +79,7 @@ class LineSelector:
         self.offset += size + 1
         full_until = max(0, HEAD_BYTES - start_offset)
         full_from = size - TAIL_BYTES if final else size + 1
-        if total is not None and total <= HEAD_BYTES + TAIL_BYTES:
+        if _read_in_full(total):
             full_until = size + 1
         if full_until >= full_from or full_until > size:
             return EVERY_LINE
@@ -95,10 +95,10 @@ class LineSelector:
         (the reader prepares a block as it reads it in, then reads the block before it).
         The caller leaves the block's bytes alone until `pick` has had them. An engine that
         holds the GIL (the `re` one) would gain nothing: it scans in `pick`."""
-        if total is not None and total <= HEAD_BYTES + TAIL_BYTES:
-            return  # read in full: no scan
+        if _read_in_full(total):
+            return  # no scan: small logs are read line by line (nor is the engine built)
         engine = self._built()
-        if not getattr(engine, "drops_gil", False):
+        if not engine.drops_gil:
             return
         while len(self._ahead) >= MAX_AHEAD:
             self._ahead.pop(0)[2].join()
@@ -111,13 +111,13 @@ class LineSelector:
     def _claim(self, block: Block, size: int) -> engines.Hits | None:
         """The hits of a scan `prepare` started for this block (done by now), or None. Every
         scan started on the block ends here, before the block's buffer is read into again."""
-        found = None
-        for ahead in [a for a in self._ahead if a[0] is block]:
-            self._ahead.remove(ahead)
-            ahead[2].join()
-            if ahead[1] == size and ahead[3]:  # empty: it failed there; scan here, to raise here
-                found = ahead[3][0]
-        return found
+        ahead = next((a for a in self._ahead if a[0] is block), None)  # one a buffer
+        if ahead is None:
+            return None
+        self._ahead.remove(ahead)
+        ahead[2].join()
+        # an empty list: the scan failed in its thread; the caller scans again, to raise here
+        return ahead[3][0] if ahead[1] == size and ahead[3] else None
 
     def _built(self) -> engines.Engine:
         if self._engine is None:
@@ -150,6 +150,11 @@ class LineSelector:
             begin = raw.rfind(b"\r", 0, hit) + 1
             spans.add((begin, _find_or_end(raw, b"\r", hit)))
         return [raw[a:b] for a, b in sorted(spans)]
+
+
+def _read_in_full(total: int | None) -> bool:
+    """Whether a log of `total` bytes is small enough to read every line of (no scan)."""
+    return total is not None and total <= HEAD_BYTES + TAIL_BYTES
 
 
 def _thin(hits: list[tuple[int, object]]) -> list[int]:
