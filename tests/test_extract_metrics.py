@@ -85,6 +85,8 @@ CASES = [
      "INFO: Epoch : 1/20 - Iter : 6527/6672 - Iter loss : 6.9443 - Iter acc: 0.0052 - "
      "Num correct: 1",
      {"loss": 6.9443, "accuracy": 0.0052, "epoch": 1.0}, 6527),
+    ("cost_is_the_loss",  # a tutorial notebook's log names the loss "Cost"
+     "Epoch: 001/010 | Batch 0050/0391 | Cost: 2.2857", {"loss": 2.2857, "epoch": 1.0}, 50),
     ("timing_only",  # a data-loading stall reported without a loss (a GitHub issue's log)
      "load_data_time: 19.6173, train_step_time: 0.686", {"data_time": 19.6173,
                                                           "batch_time": 0.686}, None),
@@ -149,6 +151,11 @@ NOT_METRICS = [
     "  BG_CLS_LOSS_WEIGHT: 0.2",
     "loss_weight=1.0 kl_loss_coef=0.5",
 ]
+
+
+def test_a_time_cost_is_a_duration_not_the_loss() -> None:
+    record = parse("epoch 3, time cost: 12.3s, acc: 0.5")
+    assert record is not None and record.get("accuracy") == 0.5 and record.get("loss") is None
 
 
 @pytest.mark.parametrize("text", NOT_METRICS)

@@ -286,6 +286,22 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
     # ... but a plain syntax error stays the code's
     ('  File "train.py", line 12\n    if x = 3:\n         ^\nSyntaxError: invalid syntax\n',
      "code"),
+    # a tensor attribute today's torch has, missing: the installed torch is older than the code
+    (tb(USER, ("/srv/app/memory_table.py", "probability",
+               "sum_prob = torch.exp(outputs.matmul(self.vectors.T) / t).sum(dim=1)"),
+        exc="AttributeError: 'Tensor' object has no attribute 'T'"), "environment"),
+    # ... one no torch has is the code's (a tensor used as a numpy array or a dict)
+    (tb(USER, exc="AttributeError: 'Tensor' object has no attribute 'astype'"), "code"),
+    # a logger or hub the job has no key or token for: the job's settings
+    (tb(USER, ("/env/lib/python3.8/site-packages/wandb/sdk/wandb_login.py", "prompt_api_key",
+               'raise UsageError("api_key not configured (no-tty). call " + directive)'),
+        exc="wandb.errors.UsageError: api_key not configured (no-tty). call "
+            "wandb.login(key=[your_api_key])"), "config"),
+    (tb(USER, ("/env/lib/python3.10/site-packages/huggingface_hub/utils/_errors.py",
+               "hf_raise_for_status", "raise GatedRepoError(message, response) from e"),
+        exc="huggingface_hub.utils._errors.GatedRepoError: 401 Client Error. Cannot access "
+            "gated repo for url https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/"
+            "config.json."), "config"),
 ])
 def test_root_from_where_it_was_raised(log: str, root: str) -> None:
     diagnosis = diagnose(log)

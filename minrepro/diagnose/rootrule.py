@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
 from minrepro.model import Failure, Frame, RootClass
 from minrepro.patterns import lazy
@@ -24,6 +26,8 @@ IMPORT = "import"  # raised while an installed package was being imported (its m
 # says is missing: the library's objects do not fit its own code (a bug, or a half upgrade)
 OWN = "own"
 _MISSING = lazy(r"has no attribute '(\w+)'")
+#: Where the API name lists a rule may name (`api="tensor_api"`) are kept, one name a line.
+API_DIR = Path(__file__).parent
 
 
 @dataclass(frozen=True)
@@ -43,12 +47,17 @@ class RootRule:
     # a regex the name of the function that raised, or of one of its callers in the same
     # code (the frames out to the nearest frame of another package), must match ("": any)
     function: str = ""
+    # the attribute the message says is missing is one this API has in current releases
+    # (a list of names in API_DIR/<api>.txt): the installed release is older than the code
+    api: str = ""
 
     def matches(self, failure: Failure, text: str, in_worker: bool) -> bool:
         short = failure.exc_type.rsplit(".", 1)[-1]
         if self.types and short not in self.types:
             return False
         if self.in_worker is not None and self.in_worker != in_worker:
+            return False
+        if self.api and not _missing_from_api(self.api, failure.headline):
             return False
         if not self._raised_where(failure):
             return False
@@ -82,6 +91,18 @@ class RootRule:
         if self.raised_in == OWN:
             return _asked_by_its_own_code(failure)
         return True
+
+
+def _missing_from_api(api: str, headline: str) -> bool:
+    missing = _MISSING.search(headline)
+    return missing is not None and missing.group(1) in _api_names(api)
+
+
+@cache
+def _api_names(api: str) -> frozenset[str]:
+    text = (API_DIR / f"{api}.txt").read_text(encoding="utf-8")
+    return frozenset(line.strip() for line in text.splitlines()
+                     if line.strip() and not line.startswith("#"))
 
 
 def _asked_by_its_own_code(failure: Failure) -> bool:

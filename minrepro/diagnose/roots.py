@@ -237,6 +237,17 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
     RootRule("MR-ROOT-030", C, "A path in the config or command does not exist",
              "Check the data / checkpoint / output paths the job was given.",
              types=("FileNotFoundError", "NotADirectoryError", "IsADirectoryError")),
+    # a service the job logs into (W&B, the HF hub, a gated model) without its key or token:
+    # the job's settings, not the network (before MR-ROOT-080: a 401 is an answer)
+    RootRule("MR-ROOT-095", C, "The job uses a service it has no credentials for (an API key "
+             "or token not set, or not allowed for a gated model)", "Log in where the job runs "
+             "(wandb login / huggingface-cli login, or WANDB_API_KEY / HF_TOKEN in the job's "
+             "environment), request access to a gated model, or turn the logger off.",
+             message=r"api_key not configured|(?:wandb|WANDB).{0,40}\blogin\b|"
+                     r"401 Client Error|\b401\b.{0,20}Unauthorized|Invalid (?:user )?token|"
+                     r"(?i:access to (?:the )?(?:model|repo)\S* is restricted)|"
+                     r"is a gated repo|trying to access a gated repo|"
+                     r"(?i:invalid api key|api key is invalid|authentication failed)"),
     # a download that never reached its host: an offline compute node, a proxy, DNS
     RootRule("MR-ROOT-080", E, "The job could not reach the network to download what it "
              "needs (an offline node, a proxy, a name that does not resolve)", "Download the "

@@ -102,6 +102,14 @@ PLACE_RULES: tuple[RootRule, ...] = (
                      r"\w*Processor|\w*Pipeline|DeepSpeedEngine|\w*LR[Ss]cheduler|\w*Optimizer|"
                      r"\w*Strategy|\w*Callback|\w*DataModule|LightningModule|"
                      r"_\w+DataLoaderIter)' object has no attribute"),
+    # a tensor asked for an attribute that today's torch.Tensor has (`.T`, `.mT`,
+    # `.nan_to_num`): the code was written for a newer torch than the one installed
+    RootRule("MR-ROOT-096", E, "The code uses a tensor attribute that the installed torch is "
+             "too old to have", "Install the torch release the code was written for (the "
+             "repo's requirements); the attribute exists in current releases.",
+             types=("AttributeError",), api="tensor_api",
+             message=r"'(?:Tensor|Parameter|Variable|torch\.(?:cuda\.)?\w*Tensor)' object has no "
+                     r"attribute"),
     RootRule("MR-ROOT-044", K, "The code asks an object of its own for an attribute it does "
              "not have", "Read the innermost frame of your code: a typo, a model wrapped by "
              "DataParallel/DDP (use model.module), or an attribute set only on another path.",

@@ -48,7 +48,8 @@ _MAX_VALUES = 48
 
 _VALUE = rf"(?:tensor\()?(?P<val>{FLOAT})"
 _MULTIWORD = ("max mem|lm loss|learning rate|grad norm|loss scale|val loss|eval loss|train loss"
-              "|valid loss|total loss|test loss|val acc|data time|batch time|ram used|ram usage")
+              "|valid loss|total loss|test loss|val acc|data time|batch time|ram used|ram usage"
+              "|time cost|cost time")  # "time cost: 12.3s" is a duration, not a cost function
 #: Words that qualify a loss or an accuracy as one name: "Batch loss", "Average Train Loss",
 #: "Discriminator Loss" (a GAN's: not the training loss).
 _QUALIFIED = ("(?:(?:batch|epoch|step|iter|train|training|val|valid|validation|test|eval"
@@ -99,7 +100,7 @@ _RULE_CELL = lazy(r":?-{2,}:?")
 
 
 #: A line holding none of these is no metric line.
-TRIGGERS = ("loss", "Loss", "LOSS", "acc", "Acc", "Prec", "it/s", "s/it", "lr", "learning",
+TRIGGERS = ("loss", "Loss", "LOSS", "cost", "Cost", "acc", "Acc", "Prec", "it/s", "s/it", "lr", "learning",
             "val", "norm", "top1", "RAM", "rss", "data_time")
 _may_hold_metrics = any_of(TRIGGERS)
 

@@ -1,0 +1,40 @@
+"""Rewrite `minrepro/diagnose/tensor_api.txt`, the public attributes of torch.Tensor that root
+rule MR-ROOT-096 reads (diagnose itself never imports torch):
+
+    python -m minrepro.tools.tensorapi
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from minrepro.diagnose.rootrule import API_DIR
+
+_HEADER = """\
+# Public attributes of torch.Tensor (and nn.Parameter) in torch {version}: code that asks a tensor
+# for one of these, on a torch that says it has no such attribute, was written for a newer
+# torch (MR-ROOT-096). Regenerate: python -m minrepro.tools.tensorapi
+"""
+
+
+def tensor_attributes() -> list[str]:
+    import torch
+
+    return sorted({name for kind in (torch.Tensor, torch.nn.Parameter) for name in dir(kind)
+                   if not name.startswith("_")})
+
+
+def main() -> int:
+    import torch
+
+    path = Path(API_DIR) / "tensor_api.txt"
+    version = torch.__version__.split("+")[0]
+    path.write_text(_HEADER.format(version=version) + "\n".join(tensor_attributes()) + "\n",
+                    encoding="utf-8")
+    print(f"{path}: {len(tensor_attributes())} names")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
