@@ -100,8 +100,8 @@ _RULE_CELL = lazy(r":?-{2,}:?")
 
 
 #: A line holding none of these is no metric line.
-TRIGGERS = ("loss", "Loss", "LOSS", "cost", "Cost", "acc", "Acc", "Prec", "it/s", "s/it", "lr", "learning",
-            "val", "norm", "top1", "RAM", "rss", "data_time")
+TRIGGERS = ("loss", "Loss", "LOSS", "cost", "Cost", "acc", "Acc", "Prec", "it/s", "s/it", "lr",
+            "learning", "val", "norm", "top1", "RAM", "rss", "data_time")
 _may_hold_metrics = any_of(TRIGGERS)
 
 
