@@ -63,6 +63,16 @@ def test_a_config_keyerror_after_a_driver_warning_is_the_keyerror() -> None:
     assert (diagnosis.root.value, diagnosis.failure.exc_type) == ("config", "KeyError")
 
 
+def test_a_watchdog_timeout_raised_as_an_exception_keeps_its_type() -> None:
+    diagnosis = diagnose(
+        "RuntimeError: [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3,"
+        " OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800008 "
+        "milliseconds before timing out.\n"
+        "[E ProcessGroupNCCL.cpp:489] Some NCCL operations have failed or timed out.\n")
+    assert diagnosis.cause == "nccl_timeout"
+    assert diagnosis.failure is not None and diagnosis.failure.exc_type == "RuntimeError"
+
+
 def test_the_first_exception_of_a_chain_is_the_failure() -> None:
     log = (traceback("ValueError: bad shard index 7", "/srv/app/data.py") +
            "\nDuring handling of the above exception, another exception occurred:\n\n" +

@@ -48,6 +48,8 @@ _CASCADE_TEXT = lazy(
     r"another rank|other ranks? (?:failed|exited)|terminate called", re.IGNORECASE)
 _LAUNCHER = ("ChildFailedError", "ProcessRaisedException", "ProcessExitedException")
 _INTERRUPTS = ("KeyboardInterrupt",)
+#: A timeout raised as an exception prints its type first: `RuntimeError: [Rank 2] Watchdog ...`
+_RAISED_AS = lazy(r"^\s*(?:\[[^\]]*\]:?\s*)?((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):\s")
 _ARGPARSE = lazy(r"unrecognized arguments|arguments are required|invalid choice")
 _ROOT_RANK = lazy(r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(\d+)",
                         re.DOTALL)
@@ -126,7 +128,8 @@ class FailureLog:
             self._add(failure, "cascade" if event.signal == "Aborted" else "failure")
         else:
             op = f" in {event.op.lower()}" if event.op else ""
-            failure = Failure("", f"collective timed out{op}", event.line, event.line,
+            raised = _RAISED_AS.match(text)
+            failure = Failure(raised[1] if raised else "", f"collective timed out{op}", event.line, event.line,
                               event.rank, text=text, kind=FailureKind.NCCL_TIMEOUT,
                               timestamp=stamp)
             self._add(failure, "cascade")
