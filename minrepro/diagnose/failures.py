@@ -129,9 +129,9 @@ class FailureLog:
         else:
             op = f" in {event.op.lower()}" if event.op else ""
             raised = _RAISED_AS.match(text)
-            failure = Failure(raised[1] if raised else "", f"collective timed out{op}", event.line, event.line,
-                              event.rank, text=text, kind=FailureKind.NCCL_TIMEOUT,
-                              timestamp=stamp)
+            failure = Failure(raised[1] if raised else "", f"collective timed out{op}",
+                              event.line, event.line, event.rank, text=text,
+                              kind=FailureKind.NCCL_TIMEOUT, timestamp=stamp)
             self._add(failure, "cascade")
 
     def _add(self, failure: Failure, role: str) -> None:
