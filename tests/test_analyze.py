@@ -257,6 +257,35 @@ def test_a_nan_loss_at_step_0_is_no_step_too_large() -> None:
     assert later.rule_id != "MR-CONV-106"
 
 
+def _transient_nan_log(*, bad_steps: tuple[int, ...], head: str = "") -> str:
+    rows = [f"epoch 1 step {step * 10} loss "
+            f"{'nan' if step in bad_steps else f'{2.5 * 0.99 ** step + 0.01 * (step % 3):.4f}'}"
+            " lr 0.001" for step in range(1, 61)]
+    return head + "\n".join(rows) + "\n"
+
+
+def test_a_loss_nan_on_some_batches_then_finite_again_came_with_those_batches() -> None:
+    from tests.test_failures import diagnose
+
+    diagnosis = diagnose(_transient_nan_log(bad_steps=(23, 41)))
+    assert diagnosis.cause == "nan_in_data" and diagnosis.rule_id == "MR-CONV-107"
+    assert [e.line for e in diagnosis.evidence][:2] == [23, 24]
+
+
+@pytest.mark.parametrize("log", [
+    # NaN from a step on, for good: the weights went NaN (a step too large)
+    _transient_nan_log(bad_steps=tuple(range(40, 61))),
+    # under mixed precision a batch's overflow is skipped by the scaler: not the data's
+    _transient_nan_log(bad_steps=(23, 41),
+                       head="Using 16bit native Automatic Mixed Precision (AMP)\n"),
+    _transient_nan_log(bad_steps=(23, 41), head="step 0 loss 2.6 loss_scale 65536.0\n"),
+])
+def test_a_nan_that_stays_or_comes_under_mixed_precision_is_not_a_bad_batch(log: str) -> None:
+    from tests.test_failures import diagnose
+
+    assert diagnose(log).rule_id != "MR-CONV-107"
+
+
 @pytest.mark.parametrize(("accuracy", "found"), [
     # it learned a little, then lost it while the held-out loss climbed: overfitting
     ((44.0, 46.5, 48.0, 49.4, 49.6, 49.2, 48.6, 48.0, 47.1, 46.6, 45.9, 45.5), True),

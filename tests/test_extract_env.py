@@ -52,6 +52,8 @@ CASES = [
      {("python_version", "3.10.12")}),
     ("python train.py --fp16 --batch_size 8", {("dtype", "fp16")}),
     ("model = AutoModel.from_pretrained(name, torch_dtype=torch.bfloat16)", {("dtype", "bf16")}),
+    ("Using 16bit native Automatic Mixed Precision (AMP)", {("dtype", "fp16")}),
+    ("INFO: Using bfloat16 Automatic Mixed Precision (AMP)", {("dtype", "bf16")}),
     ("I trained on a single A100-SXM4-80GB box", {("gpu_name", "A100-SXM4-80GB")}),
     ("2023-01-01 INFO loaded 100 examples", set()),
 ]

@@ -58,6 +58,12 @@ LOSS_NAN_AT_START = AnalyzerCheck(
     "The first training loss the run logs, at step 0, is already NaN/Inf: it was computed with "
     "the initial weights, so no learning rate made it; the inputs (or the targets) of that "
     "batch hold the NaN.", "analyze/curves.py: loss at step 0")
+LOSS_NAN_TRANSIENT = AnalyzerCheck(
+    "MR-CONV-107", "nan_in_data", "Loss NaN on some batches, finite again after",
+    "The training loss was NaN/Inf at some steps and finite again at its earlier level after, "
+    "in a run without mixed precision: weights blown up by a step too large stay NaN, so the "
+    "NaN came with those batches (a NaN or Inf in their inputs or targets, an empty or "
+    "degenerate sample) and the loop went on past them.", "analyze/curves.py: transient NaN")
 LOSS_PLATEAU = AnalyzerCheck(
     "MR-CONV-103", "loss_stagnation", "Loss flat on a plateau (at ln C: uniform guessing)",
     "The loss stays in a narrow band for the whole run; at ln(C) for C classes the model "
@@ -89,6 +95,7 @@ NCCL_WATCHDOG = AnalyzerCheck(
 
 CHECKS: tuple[AnalyzerCheck, ...] = (
     OOM_FULL_CARD, OOM_FRAGMENTED, GPU_MEMORY_GROWS, HOST_MEMORY_GROWS, LOSS_NOT_FINITE,
-    LOSS_SPIKES, LOSS_PART_NOT_FINITE, LOSS_NAN_AT_START, LOSS_PLATEAU, LOSS_COLLAPSE,
-    LOSS_SCALE_COLLAPSE, EVAL_LOSS_RISES, GENERALISATION_GAP, DATA_TIME_SHARE, NCCL_WATCHDOG,
+    LOSS_SPIKES, LOSS_PART_NOT_FINITE, LOSS_NAN_AT_START, LOSS_NAN_TRANSIENT, LOSS_PLATEAU,
+    LOSS_COLLAPSE, LOSS_SCALE_COLLAPSE, EVAL_LOSS_RISES, GENERALISATION_GAP, DATA_TIME_SHARE,
+    NCCL_WATCHDOG,
 )

@@ -10,6 +10,8 @@ trends.py) against its own noise, over enough points, as an engineer would befor
                 climbing before  -> nan_in_data
   loss at 0     the first training loss, at step 0 (no optimizer step yet), is NaN
                 -> nan_in_data
+  transient NaN the training loss is NaN on some batches and finite again after, at its
+                level, without mixed precision (weights gone NaN stay NaN) -> nan_in_data
   divergence    the loss stays NaN/Inf, or climbs back to several times its best level and
                 stays there (still near its peak at the end), or never falls and ends well
                 above its start  -> lr_divergence
@@ -45,7 +47,15 @@ from minrepro.diagnose.analyze.trends import (
     median,
     windows,
 )
-from minrepro.model import EnvFact, Event, Finding, Line, MetricRecord, OomReport
+from minrepro.model import (
+    EnvFact,
+    Event,
+    Finding,
+    Line,
+    LossScaleEvent,
+    MetricRecord,
+    OomReport,
+)
 
 CLIMB = 3.0  # a loss back at this many times its best level has diverged
 SPIKE = 4.0  # in a snippet, a loss this many times the median before it is a spike
@@ -68,6 +78,9 @@ class CurveAnalyzer:
             self.state.ended_in_oom = True
         elif isinstance(event, EnvFact) and event.key == "num_classes":
             self.state.num_classes = int(event.value)
+        elif isinstance(event, LossScaleEvent) or (
+                isinstance(event, EnvFact) and event.key == "dtype"):
+            self.state.mixed_precision = True
         if not isinstance(event, MetricRecord):
             return
         if not self._seen_rank:
@@ -89,8 +102,8 @@ def run_checks(state: CurveState) -> list[Finding]:
     curves, and on the curves its last records are of where those differ (how the run
     ended: a last run, a pasted tail), the stronger of the two."""
     results = []
-    for check in (divergence, bad_part, nan_at_start, stagnation, collapse, overfitting, data_bound,
-                  memory_growth, host_memory_growth):
+    for check in (divergence, bad_part, nan_at_start, transient_nan, stagnation, collapse,
+                  overfitting, data_bound, memory_growth, host_memory_growth):
         found = [check(state)]
         if _ends_elsewhere(state):
             state.at_end = True
@@ -176,6 +189,23 @@ def nan_at_start(state: CurveState) -> Finding | None:
     if first is None or math.isfinite(first.value):
         return None
     return finding(checks.LOSS_NAN_AT_START, 0.6, [first], supersedes=("lr_divergence",))
+
+
+def transient_nan(state: CurveState) -> Finding | None:
+    """The training loss NaN/Inf at some steps, then finite again at its level before: the
+    NaN came with those batches (weights blown up stay NaN). Under mixed precision a batch's
+    overflow does the same and the scaler skips the step, so only runs without it count."""
+    series = state.main("loss")
+    bad = series.first_bad
+    if bad is None or series.stayed_bad or series.finite_after < 2 or state.mixed_precision:
+        return None
+    points = series.points()
+    before = [p.value for p in points if p.line < bad.line]
+    after = [p for p in points if p.line > bad.line]
+    if len(after) < 2 or (before and median([p.value for p in after]) > CLIMB * median(before)):
+        return None
+    return finding(checks.LOSS_NAN_TRANSIENT, 0.55, [bad, after[0]],
+                   supersedes=("lr_divergence",))
 
 
 def _grew_before(before: list[Point]) -> bool:

@@ -162,6 +162,7 @@ class CurveState:
         self.summed_loss = False
         self.num_classes: int | None = None  # stated by the log (num_classes=10, nc: 80)
         self.ended_in_oom = False  # the run ran out of GPU memory (a leak then needs less)
+        self.mixed_precision = False  # fp16/bf16 or a dynamic loss scale: a batch may overflow
         self.last_series: dict[str, str] = {}  # name -> the series its latest record is of
         #: checks read the series the log ends in instead of the longest (see `main`)
         self.at_end = False
@@ -196,6 +197,8 @@ class CurveState:
             track.add(value, line=line, rank=rank, text=text, epoch=epoch, step=step,
                       average=average)
             self.last_series[name] = track.key
+        if "loss_scale" in given:
+            self.mixed_precision = True
         parts = _part_names(given)
         if not self.summed_loss and "loss" in given:
             self.summed_loss = len(parts) >= 2

@@ -60,8 +60,10 @@ _PYTHON_VERSION = lazy(r"Python version:\s*(\d+\.\d+(?:\.\d+)?)")
 _DTYPE = lazy(
     r"--(fp16|bf16)\b|\b(fp16|bf16)\s*=\s*True|[\"'](fp16|bf16)[\"']:\s*\{\s*[\"']enabled[\"']:"
     r"\s*true|mixed_precision\s*[= ]\s*[\"']?(fp16|bf16)"
-    r"|torch_dtype\s*=\s*torch\.(float16|bfloat16)")
-_DTYPE_NAMES = {"float16": "fp16", "bfloat16": "bf16"}
+    r"|torch_dtype\s*=\s*torch\.(float16|bfloat16)"
+    # Lightning: "Using 16bit native Automatic Mixed Precision (AMP)", "Using bfloat16 ..."
+    r"|Using (16bit|bfloat16) (?:native )?Automatic Mixed Precision")
+_DTYPE_NAMES = {"float16": "fp16", "bfloat16": "bf16", "16bit": "fp16"}
 #: The task's class count, as configs and model dumps print it (num_classes=10, "nc": 80).
 _NUM_CLASSES = lazy(
     r"\b(?:num_classes|num_labels|n_classes|nclasses|number of classes|classes|nc)"
@@ -140,7 +142,8 @@ def _python(text: str) -> list[tuple[str, str]]:
 
 
 def _dtype(text: str) -> list[tuple[str, str]]:
-    if "fp16" not in text and "bf16" not in text and "float16" not in text:
+    if "fp16" not in text and "bf16" not in text and "float16" not in text \
+            and "Mixed Precision" not in text:
         return []
     value = _first(_DTYPE.search(text))
     return [("dtype", _DTYPE_NAMES.get(value, value))] if value else []
@@ -159,7 +162,7 @@ _PROBES: tuple[Callable[[str], list[tuple[str, str]]], ...] = (
 #: A line holding none of these reveals nothing.
 TRIGGERS = ("orch", "CUDA", "cuda", "river", "GPU", "NVIDIA", "Tesla", "A100", "H100", "sm_",
             "-packages", "Python version", "fp16", "bf16", "classes", "num_labels", "nc:", "nc=",
-            "nc\":", "nc':")
+            "nc\":", "nc':", "Mixed Precision")
 _may_hold_env = any_of(TRIGGERS)
 
 
