@@ -69,6 +69,16 @@ def test_collapse_with_eval_at_chance() -> None:
     assert dict(found["single_class_labels"].params)["num_classes"] == 2
 
 
+def test_perfect_training_accuracy_at_once_is_a_collapse_learned_to_is_a_fit() -> None:
+    # 100 % from the second record on, loss 0: every sample carries the same label
+    at_once = [{"loss": 6.9, "accuracy": 0.0}] + [{"loss": 0.0, "accuracy": 100.0}] * 8
+    assert "single_class_labels" in curve(at_once)
+    # a few-shot run that climbs to 100 % and a loss of 0 over many steps has fitted its data
+    learned = [{"loss": 1.1 * 0.9 ** i, "accuracy": min(100.0, 25.0 + 3 * i)} for i in range(40)]
+    learned += [{"loss": 0.0, "accuracy": 100.0}] * 20
+    assert "single_class_labels" not in curve(learned)
+
+
 def test_train_falls_while_eval_rises_is_overfitting() -> None:
     rows = []
     for epoch, (train, held) in enumerate(zip((1.0, 0.7, 0.5, 0.35, 0.25, 0.18),

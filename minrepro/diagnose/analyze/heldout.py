@@ -27,7 +27,11 @@ def collapse(state: CurveState) -> Finding | None:
     always_zero = all(p.value <= 1e-5 for p in loss)  # printed as 0.0000: not a small MSE
     collapsed = loss[0].value >= 10 * max(loss[-1].value, 1e-6)
     accuracy = state.main("accuracy").points()
-    perfect = (len(accuracy) >= 3 and all(p.value in (1.0, 100.0) for p in accuracy[-3:])
+    # perfect at once (by the third record) and from then on: a model that learned its way
+    # to 100 % training accuracy (a few-shot run, a small set) has fitted its data instead
+    at = next((i for i, p in enumerate(accuracy) if p.value in (1.0, 100.0)), len(accuracy))
+    perfect = (len(accuracy) >= 3 and at <= 2
+               and all(p.value in (1.0, 100.0) for p in accuracy[at:])
                and all(p.value <= 1e-4 for p in loss[-3:]))
     if not (always_zero or perfect or (collapsed and at_chance is not None)):
         return None
