@@ -244,6 +244,21 @@ def test_one_loss_part_nan_while_the_others_stay_finite_is_the_data() -> None:
     assert diagnosis.params["loss_part"] == "loss_box_reg"
 
 
+def test_parts_printed_by_short_names_under_their_total_are_parts() -> None:
+    """faster-rcnn.pytorch: the total, a line of counts, then the parts without 'loss'."""
+    from tests.test_failures import diagnose
+
+    rows = []
+    for i, (total, box) in enumerate([(1.19, "0.0488"), (0.89, "0.0421"), (1.10, "0.0351"),
+                                      (1.02, "0.0402"), ("nan", "nan")]):
+        rows += [f"[session 1][epoch  1][iter   {12 + i}/4500] loss: {total}, lr: 1.00e-03",
+                 "\t\t\tfg/bg=(16/496), time cost: 0.503772",
+                 f"\t\t\trpn_cls: 0.1663, rpn_box: {box}, rcnn_cls: 0.9381, rcnn_box 0.0433"]
+    diagnosis = diagnose("\n".join(rows) + "\n")
+    assert diagnosis.cause == "nan_in_data" and diagnosis.rule_id == "MR-CONV-105"
+    assert diagnosis.params["loss_part"] == "loss_rpn_box"
+
+
 def test_every_part_nan_or_a_climb_first_stays_a_divergence() -> None:
     from tests.test_failures import diagnose
 

@@ -18,6 +18,8 @@
     other names containing 'loss' pass through unchanged (cls_loss, loss_bbox, kl_loss,
                    discriminator_loss, generator_loss: parts of a loss, or adversarial ones),
                    but not a loss's settings (loss_weight, lambda_loss, kl_loss_coef)
+    loss_<name>    a detector's loss parts printed by their short names (rpn_cls, rcnn_box,
+                   YOLO's box / obj / cls): loss_rpn_cls, loss_box ...
 """
 
 from __future__ import annotations
@@ -56,6 +58,9 @@ _EVAL_PREFIXES = ("eval_", "val_", "valid_", "validation_", "test_")
 _EVAL_SUFFIXES = ("_val", "_valid", "_test", "_eval")
 _LOSS_SETTING = lazy(r"_(?:weights?|coef|coeff|coefficient|factor|lambda|alpha|beta|type|fn|"
                      r"func|name|start|warmup|every|freq)$|^lambda_")
+#: A detector's loss parts as some print them, without the word loss: faster-rcnn.pytorch's
+#: `rpn_cls: 0.17, rpn_box: 0.05, rcnn_cls: 0.94, rcnn_box 0.04`, YOLO's `box obj cls`.
+_SHORT_PART = lazy(r"(?:(?:rpn|rcnn|roi)_)?(?:cls|box|bbox|reg|obj|objectness|dfl)")
 _TOTAL_EVAL_LOSS = lazy(r"(?:total_)?(?:val|valid|validation|eval|test)_(?:total_)?loss")
 
 #: Held-out quality: higher is better. Matched on the normalised name without `eval_`.
@@ -94,6 +99,8 @@ def normalise(key: str) -> str | None:
         return None if _LOSS_SETTING.search(name) else name
     if quality_direction(name):
         return ALIASES.get(name, name)
+    if _SHORT_PART.fullmatch(name):
+        return f"loss_{name}"
     return None
 
 

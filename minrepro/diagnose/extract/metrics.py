@@ -101,7 +101,7 @@ _RULE_CELL = lazy(r":?-{2,}:?")
 
 #: A line holding none of these is no metric line.
 TRIGGERS = ("loss", "Loss", "LOSS", "cost", "Cost", "acc", "Acc", "Prec", "it/s", "s/it", "lr",
-            "learning", "val", "norm", "top1", "RAM", "rss", "data_time")
+            "learning", "val", "norm", "top1", "RAM", "rss", "data_time", "rpn_", "rcnn_")
 _may_hold_metrics = any_of(TRIGGERS)
 
 
