@@ -1,0 +1,181 @@
+"""Root rules of the config tier (MR-ROOT-0xx): the job's settings, paths and command.
+
+Tried after the hardware, framework, environment and data evidence of `roots.py` and before
+the rules of where a failure was raised (`roots_place.py`); the order within is the order
+they are tried. `roots.py` joins the tables and decides.
+"""
+
+from __future__ import annotations
+
+from minrepro.diagnose.rootrule import RootRule
+from minrepro.model import RootClass
+
+C, E, K = RootClass.CONFIG, RootClass.ENVIRONMENT, RootClass.CODE
+
+CONFIG_RULES: tuple[RootRule, ...] = (
+    # config: settings, paths, the command
+    RootRule("MR-ROOT-029", C, "The process was killed (host memory, the OOM killer, the "
+             "scheduler)", "Give the job more host memory or load less at once (stream the "
+             "data set, fewer workers, map with fewer processes); check the scheduler's limits.",
+             message=r"exitcode: -9|SIGKILL|Signal 9|oom[-_]kill|OOM Killed|Out of memory: "
+                     r"Killed process|process killed: (?:\d+ )?Killed|DUE TO TIME LIMIT|"
+                     r"exitcode\s*: -9|return code = -9"),
+    RootRule("MR-ROOT-030", C, "A path in the config or command does not exist",
+             "Check the data / checkpoint / output paths the job was given.",
+             types=("FileNotFoundError", "NotADirectoryError", "IsADirectoryError")),
+    # a service the job logs into (W&B, the HF hub, a gated model) without its key or token:
+    # the job's settings, not the network (before MR-ROOT-080: a 401 is an answer)
+    RootRule("MR-ROOT-095", C, "The job uses a service it has no credentials for (an API key "
+             "or token not set, or not allowed for a gated model)", "Log in where the job runs "
+             "(wandb login / huggingface-cli login, or WANDB_API_KEY / HF_TOKEN in the job's "
+             "environment), request access to a gated model, or turn the logger off.",
+             message=r"api_key not configured|(?:wandb|WANDB).{0,40}\blogin\b|"
+                     r"401 Client Error|\b401\b.{0,20}Unauthorized|Invalid (?:user )?token|"
+                     r"(?i:access to (?:the )?(?:model|repo)\S* is restricted)|"
+                     r"is a gated repo|trying to access a gated repo|"
+                     r"(?i:invalid api key|api key is invalid|authentication failed)"),
+    # a download that never reached its host: an offline compute node, a proxy, DNS
+    RootRule("MR-ROOT-080", E, "The job could not reach the network to download what it "
+             "needs (an offline node, a proxy, a name that does not resolve)", "Download the "
+             "model or data beforehand on a machine with network and point the job at the local "
+             "copy (HF_HUB_OFFLINE=1 with a filled cache), or set the proxy the node needs.",
+             message=r"Network is unreachable|Temporary failure in name resolution|Name or "
+                     r"service not known|nodename nor servname provided|getaddrinfo failed|"
+                     r"Failed to establish a new connection|couldn't connect to '?https?://|"
+                     r"The read operation timed out|Read timed out\."),
+    RootRule("MR-ROOT-035", C, "A model or file path the job was given does not exist",
+             "Check the model name or path (a local folder needs its config and weights; a hub "
+             "name needs access and the network).", types=("OSError", "EnvironmentError",
+                                                         "HFValidationError",
+                                                         "RepositoryNotFoundError",
+                                                         "EntryNotFoundError"),
+             message=r"does not appear to have a file named|Can't load|is not a local folder "
+                     r"and is not a valid model identifier|No such file or directory|"
+                     r"Repository Not Found|Incorrect path_or_model_id"),
+    RootRule("MR-ROOT-031", C, "A config key is missing or wrong",
+             "Check the config file against what the code reads (the key in the message).",
+             types=("ConfigAttributeError", "ConfigKeyError", "ConfigurationError",
+                    "MissingMandatoryValue",
+                    "InterpolationResolutionError", "ValidationError",
+                    "ConfigCompositionException", "OverrideParseException",
+                    "MissingConfigException")),
+    RootRule("MR-ROOT-036", C, "Hydra refused the config or an override",
+             "Check the override against the config groups (`python train.py --help`).",
+             message=r"Could not override '|Key '[^']+' is not in struct|"
+                     r"Could not (?:find|load) '"),
+    # torch >= 2.0's launcher passes --local-rank; a script written for torch 1.x parses
+    # --local_rank only
+    RootRule("MR-ROOT-049", E, "The launcher passes --local-rank, which a script for older "
+             "torch does not parse", "Launch with torchrun (the script reads LOCAL_RANK from "
+             "the environment) or accept both spellings: parser.add_argument('--local-rank', "
+             "'--local_rank', type=int).", message=r"unrecognized arguments: --local-rank"),
+    # `python tools/dist_train.sh`: a shell script handed to Python
+    RootRule("MR-ROOT-092", C, "A shell script was run with python", "Run the script with "
+             "bash (`bash tools/dist_train.sh CONFIG GPUS` or ./tools/dist_train.sh), not "
+             "python.", types=("SyntaxError",),
+             message=r"File \"[^\"\n]+\.(?:sh|bash|zsh|bat|cmd|ps1)\", line \d+"),
+    # the stdlib's configparser without the section or key the code reads: the .ini/.cfg file
+    RootRule("MR-ROOT-093", C, "The config file lacks the section or key the code reads",
+             "Add the section (or key) the message names to the .ini/.cfg file the run reads, "
+             "or point the run at the right file (configparser reads a missing file as empty).",
+             types=("KeyError",), message=r"configparser\.py\", line \d+, in __getitem__"),
+    # syntax the running Python does not know: f-strings (3.6), := (3.8)
+    RootRule("MR-ROOT-094", E, "The code uses syntax newer than the Python that runs it",
+             "Run it with the Python version the repo needs (an f-string needs 3.6, := 3.8, "
+             "match 3.10): check `python --version` in the job's environment.",
+             types=("SyntaxError",), scope="raise",
+             message=r"\bf[\"'][^\"'\n]*\{|:="),
+    # raised while the script parses its own command line (fairseq's parse_args_and_arch
+    # raising on a command without its data argument): the command, not the code
+    RootRule("MR-ROOT-083", C, "The script refused its command line while parsing it",
+             "Check the command against the script's --help: a required argument (the data "
+             "directory, the task, the architecture) missing or misspelled.",
+             function=r"(?i)parse_?\w*args\w*|parse_(?:opts?|options|arguments)\w*|"
+                      r"get_?(?:args|arguments|parser|opts?)"),
+    # Lightning: the module lacks a hook the Trainer was asked to run (Trainer.test without
+    # a test_dataloader): the training code, not a setting
+    RootRule("MR-ROOT-084", K, "The LightningModule lacks a method the Trainer was asked to "
+             "run", "Define the method the message names on the LightningModule (or its "
+             "DataModule), or do not call the Trainer entry point that needs it.",
+             types=("MisconfigurationException",),
+             message=r"No [`'\"]?\w+\(\)[`'\"]? method defined"),
+    RootRule("MR-ROOT-032", C, "The launch command's arguments are wrong",
+             "Check the command line against the script's --help.",
+             types=("SystemExit", "ArgumentError", ""),
+             message=r"unrecognized arguments|the following arguments are required|"
+                     r"invalid choice|expected one argument|argument \S+: invalid|"
+                     r"\.py: error: |can't open file '"),
+    RootRule("MR-ROOT-033", C, "A distributed rendezvous address or port is not usable",
+             "Use a free MASTER_PORT and a reachable MASTER_ADDR.",
+             message=r"Address already in use|EADDRINUSE|failed to listen on any local "
+                     r"network address|Connection refused.*(?:29500|MASTER|rendezvous)"),
+    RootRule("MR-ROOT-047", C, "The code uses torch.distributed, but the job was not "
+             "started as a distributed one", "Launch with torchrun (or the framework's "
+             "distributed launcher option), or turn the distributed parts (SyncBatchNorm, "
+             "dist.* calls) off for a single-process run.",
+             message=r"Default process group has not been initialized|"
+                     r"environment variable (?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|"
+                     r"LOCAL_RANK) expected, but not set"),
+    RootRule("MR-ROOT-048", C, "The job asks for a distributed backend this torch build "
+             "does not have", "Use the gloo backend where NCCL is missing (Windows, macOS, a "
+             "CPU build): init_process_group('gloo'), or the framework's backend setting.",
+             message=r"Distributed package doesn't have \w+ built in|"
+                     r"(?:NCCL|MPI|UCC) backend is not available"),
+    RootRule("MR-ROOT-062", E, "NCCL failed in a CUDA or system call on this machine "
+             "(driver, NCCL build, shared memory, network interfaces)",
+             "Run with NCCL_DEBUG=INFO to see the failing call; check the driver and NCCL "
+             "versions match the torch build, give the container more shared memory "
+             "(--shm-size / --ipc=host), and set NCCL_SOCKET_IFNAME to the right interface.",
+             message=r"unhandled (?:cuda|system) error|ncclUnhandledCudaError|ncclSystemError"),
+    RootRule("MR-ROOT-063", C, "The checkpoint to resume from or load is not where the run "
+             "looks", "Point the resume / checkpoint setting at an existing checkpoint folder "
+             "(one holding the weights and trainer state), or leave it unset to start fresh.",
+             message=r"(?i)can't find a valid checkpoint|no (?:valid )?checkpoints? (?:found|"
+                     r"exists?)|checkpoint[^\n]{0,60}(?:not found|does not exist)"),
+    RootRule("MR-ROOT-064", C, "The run records its git commit but is not run from inside "
+             "a git checkout", "Run from the repository's clone (not a copied or downloaded "
+             "folder), or turn the commit logging off in the config.",
+             types=("InvalidGitRepositoryError", "NoSuchPathError", "GitCommandError")),
+    RootRule("MR-ROOT-073", C, "The file loaded as a checkpoint is not one (a saved web page, "
+             "a git-lfs pointer, a cut or empty download)", "Look at the file's first bytes "
+             "(head -c 200 FILE): download it again (git lfs pull for a pointer), or point the "
+             "run at the real checkpoint.", types=("UnpicklingError", "RuntimeError", "EOFError"),
+             packages=("torch",), message=r"invalid load key|PytorchStreamReader failed|failed "
+                                          r"finding central directory|Ran out of input"),
+    RootRule("MR-ROOT-076", C, "The checkpoint lacks a key the code reads: it is another kind "
+             "of file than the code expects (weights only, another model's)", "Check which file "
+             "the run loads (--resume, --ckpt, --weights): give it the kind of checkpoint the "
+             "code saves, or read the keys the file has (print(ckpt.keys())).",
+             types=("KeyError",), scope="raise",
+             message=r"(?:ckpt|checkpoint|state_dict|snapshot|pretrained)\w*\s*\[\s*['\"]|"
+                     r"torch\.load\([^)]*\)\s*\["),
+    RootRule("MR-ROOT-071", C, "More GPUs talk peer-to-peer than CUDA allows (8 peers a GPU)",
+             "Use at most 8 GPUs a node in one peer-to-peer group, or turn P2P off "
+             "(NCCL_P2P_DISABLE=1) for larger jobs.",
+             message=r"peer mapping resources exhausted|cudaErrorTooManyPeers"),
+    RootRule("MR-ROOT-058", C, "NCCL refused how the job uses it (ncclInvalidUsage)",
+             "Give each rank its own GPU (torch.cuda.set_device(local_rank) before "
+             "init_process_group; one process a GPU), and make every rank call the same "
+             "collectives in the same order.",
+             message=r"ncclInvalidUsage|NCCL error[^\n]*invalid usage"),
+    RootRule("MR-ROOT-052", C, "DDP saw a parameter's gradient twice in one step "
+             "(reentrant checkpointing or shared weights with unused-parameter detection)",
+             "Use non-reentrant gradient checkpointing (gradient_checkpointing_kwargs="
+             "{'use_reentrant': False}), or turn unused-parameter detection off "
+             "(find_unused_parameters=False / ddp_find_unused_parameters=False), or "
+             "static_graph=True.",
+             message=r"Expected to mark a variable ready only once|has been marked as ready "
+                     r"twice"),
+    RootRule("MR-ROOT-034", C, "A required setting is missing or out of range",
+             "Check the setting the message names.", types=("ValueError", "KeyError",
+                                                           "AssertionError"),
+             message=r"(?i)\bconfig\b|\bcfg\b|\bargs?\.|\boption\b|--\w+|must be (?:set|one of|"
+                     r"positive|divisible)|\bnot supported\b|\binvalid (?:value|argument)\b|"
+                     # two settings that do not go together
+                     r"\bnot compatible with\b|\bincompatible with\b|"
+                     r"\bcannot be used (?:together )?with\b|\bmutually exclusive\b|"
+                     r"\bdoes not match(?:es)? the\b|"
+                     # a key read from a settings dict: `net_options['max_epochs']`
+                     r"(?:cfg|config|conf|opts?|options|hparams|hyp|settings)\w*\s*\[\s*['\"]",
+             scope="raise"),
+)
