@@ -61,7 +61,7 @@ CLIMB = 3.0  # a loss back at this many times its best level has diverged
 SPIKE = 4.0  # in a snippet, a loss this many times the median before it is a spike
 WORSE = 1.15  # three windows of a run this far above where it began: it got worse
 FLAT_TOLERANCE = 0.02  # relative spread of the levels under which a curve is flat
-FLAT_POINTS = 20  # a curve this long that is flat is stuck (a short one may be a snippet)
+FLAT_POINTS = 40  # a curve this long that is flat is stuck (a short one may be a snippet)
 FLAT_EVALS = 8  # evaluations that show the same held-out loss
 
 
