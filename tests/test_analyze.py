@@ -62,6 +62,18 @@ def test_nan_after_finite_steps_and_spikes() -> None:
     assert finding.score >= 0.7 and dict(finding.params)["learning_rate"] == 0.1
 
 
+def test_a_training_loss_above_its_first_step_while_the_held_out_loss_falls_is_no_divergence(
+) -> None:
+    # easy batches first (0.7), then a noisy loss around 2 all run long: judged alone, a
+    # climb; the held-out loss falling from 2.17 to 1.78 says the run learned
+    noisy = [0.7] * 20 + [2.0 + 0.3 * ((i * 7) % 5 - 2) / 2 for i in range(40)]
+    rows: list[dict[str, float]] = [{"loss": v, "learning_rate": 5e-05} for v in noisy]
+    assert "lr_divergence" in curve(rows)
+    rows.insert(20, {"eval_loss": 2.17})
+    rows.append({"eval_loss": 1.78})
+    assert "lr_divergence" not in curve(rows)
+
+
 def test_collapse_with_eval_at_chance() -> None:
     rows = [{"loss": v} for v in (0.7, 0.2, 0.01, 0.001, 0.0005)]
     rows.append({"eval_accuracy": 0.5, "eval_loss": 3.0})

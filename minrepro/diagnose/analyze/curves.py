@@ -140,6 +140,10 @@ def divergence(state: CurveState) -> Finding | None:
     for series in losses + state.all("eval_loss"):  # "total_val_loss: nan" counts too
         if series.stayed_bad:
             return _not_finite(state, series)
+    held_out = state.main("eval_loss").values()
+    if (_falls(held_out) or len(held_out) == 2 and held_out[1] < 0.9 * held_out[0]
+            or quality_improved(state)):
+        return None  # the held-out loss fell (or a quality metric rose): the run learned
     # Judged on the main (longest) training curve: a shorter "loss" beside it may be a part
     # of the loss, or a validation summary the log does not mark as one.
     points = _climb(state.main("loss").points())
