@@ -294,6 +294,19 @@ def test_a_nan_loss_at_step_0_is_no_step_too_large() -> None:
     assert later.rule_id != "MR-CONV-106"
 
 
+def test_a_nan_from_the_first_record_in_the_first_steps_is_no_step_too_large() -> None:
+    from tests.test_failures import diagnose
+
+    epochs = "".join(f"Epoch: {e}, Steps: 9 | Train Loss: nan Vali Loss: nan\n"
+                     "Updating learning rate to 1e-06\n" for e in range(1, 6))
+    diagnosis = diagnose(epochs)
+    assert diagnosis.cause == "nan_in_data" and diagnosis.rule_id == "MR-CONV-108"
+    # the tail of a long run, first shown at step 1655, may follow a divergence
+    tail = "".join(f"step {s} - loss        nan - moving ave loss        nan\n"
+                   for s in range(1655, 1665))
+    assert diagnose(tail).rule_id != "MR-CONV-108"
+
+
 def _transient_nan_log(*, bad_steps: tuple[int, ...], head: str = "") -> str:
     rows = [f"epoch 1 step {step * 10} loss "
             f"{'nan' if step in bad_steps else f'{2.5 * 0.99 ** step + 0.01 * (step % 3):.4f}'}"

@@ -58,6 +58,13 @@ LOSS_NAN_AT_START = AnalyzerCheck(
     "The first training loss the run logs, at step 0, is already NaN/Inf: it was computed with "
     "the initial weights, so no learning rate made it; the inputs (or the targets) of that "
     "batch hold the NaN.", "analyze/curves.py: loss at step 0")
+LOSS_NAN_FIRST_RECORD = AnalyzerCheck(
+    "MR-CONV-108", "nan_in_data", "Loss NaN from the first record the run logs",
+    "The first training loss the log shows, within the first steps (or with no step), is "
+    "already NaN/Inf and never finite before it: a learning rate needs steps to blow the "
+    "weights up, so a batch's inputs or targets (or the loss computed on them) hold the NaN. "
+    "Weaker than a NaN at step 0: a first record that averages many steps may hide a "
+    "divergence.", "analyze/curves.py: loss at start")
 LOSS_NAN_TRANSIENT = AnalyzerCheck(
     "MR-CONV-107", "nan_in_data", "Loss NaN on some batches, finite again after",
     "The training loss was NaN/Inf at some steps and finite again at its earlier level after, "
@@ -95,7 +102,8 @@ NCCL_WATCHDOG = AnalyzerCheck(
 
 CHECKS: tuple[AnalyzerCheck, ...] = (
     OOM_FULL_CARD, OOM_FRAGMENTED, GPU_MEMORY_GROWS, HOST_MEMORY_GROWS, LOSS_NOT_FINITE,
-    LOSS_SPIKES, LOSS_PART_NOT_FINITE, LOSS_NAN_AT_START, LOSS_NAN_TRANSIENT, LOSS_PLATEAU,
+    LOSS_SPIKES, LOSS_PART_NOT_FINITE, LOSS_NAN_AT_START, LOSS_NAN_FIRST_RECORD, LOSS_NAN_TRANSIENT,
+    LOSS_PLATEAU,
     LOSS_COLLAPSE, LOSS_SCALE_COLLAPSE, EVAL_LOSS_RISES, GENERALISATION_GAP, DATA_TIME_SHARE,
     NCCL_WATCHDOG,
 )

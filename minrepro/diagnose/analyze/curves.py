@@ -187,12 +187,23 @@ def bad_part(state: CurveState) -> Finding | None:
                    supersedes=("lr_divergence",))
 
 
+#: A first loss record at a step past this may follow a divergence the log did not show.
+EARLY_STEPS = 100
+
+
 def nan_at_start(state: CurveState) -> Finding | None:
-    """The first training loss, logged at step 0, already NaN: no step was taken yet."""
+    """The first training loss already NaN: logged at step 0, no step was taken yet; logged
+    within the first steps (or with no step) in a run without mixed precision, a learning
+    rate had little time to blow the weights up."""
     first = state.loss_at_step_0
-    if first is None or math.isfinite(first.value):
+    if first is not None and not math.isfinite(first.value):
+        return finding(checks.LOSS_NAN_AT_START, 0.6, [first], supersedes=("lr_divergence",))
+    if state.first_loss is None or state.mixed_precision:
         return None
-    return finding(checks.LOSS_NAN_AT_START, 0.6, [first], supersedes=("lr_divergence",))
+    point, step = state.first_loss
+    if math.isfinite(point.value) or (step is not None and step > EARLY_STEPS):
+        return None
+    return finding(checks.LOSS_NAN_FIRST_RECORD, 0.5, [point], supersedes=("lr_divergence",))
 
 
 def transient_nan(state: CurveState) -> Finding | None:

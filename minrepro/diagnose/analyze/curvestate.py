@@ -172,6 +172,8 @@ class CurveState:
         #: the run's first training-loss record, when the log gives it step 0 (computed with
         #: the initial weights, before any optimizer step)
         self.loss_at_step_0: Point | None = None
+        #: the run's first training-loss record and its step (None where the log gives none)
+        self.first_loss: tuple[Point, int | None] | None = None
         self._loss_seen = False
         self._group: tuple[dict[str, float], _Where] | None = None  # a total and its parts
 
@@ -204,9 +206,10 @@ class CurveState:
             self.summed_loss = len(parts) >= 2
         if "loss" in given and not self._loss_seen:
             self._loss_seen = True
+            first = Point(line=line, value=given["loss"], rank=rank, text=text[:300])
+            self.first_loss = (first, step)
             if step == 0:
-                self.loss_at_step_0 = Point(line=line, value=given["loss"], rank=rank,
-                                            text=text[:300])
+                self.loss_at_step_0 = first
         if self.lone_bad_part is None:
             self._gather_parts(given, parts, (line, rank, text), step)
 
