@@ -443,14 +443,24 @@ def test_an_undecided_failure_takes_the_root_of_the_exception_chained_to_it() ->
 
 @pytest.mark.parametrize(("report", "root"), [
     # 8 GiB of the card neither free nor reserved by this process: another process has it
-    ("GPU 0; 10.76 GiB total capacity; 2.29 GiB already allocated; 119.31 MiB free; 2.39 GiB "
-     "reserved in total by PyTorch", "environment"),
+    ("(GPU 0; 10.76 GiB total capacity; 2.29 GiB already allocated; 119.31 MiB free; 2.39 GiB "
+     "reserved in total by PyTorch)", "environment"),
     # the process's own working set fills the card
-    ("GPU 0; 10.76 GiB total capacity; 9.80 GiB already allocated; 119.31 MiB free; 10.10 GiB "
-     "reserved in total by PyTorch", "config"),
+    ("(GPU 0; 10.76 GiB total capacity; 9.80 GiB already allocated; 119.31 MiB free; 10.10 GiB "
+     "reserved in total by PyTorch)", "config"),
+    # a container lists the process itself as "Process N": its own numbers fill the card
+    (". GPU 0 has a total capacty of 15.89 GiB of which 65.12 MiB is free. Process 2670 has "
+     "15.82 GiB memory in use. Of the allocated memory 15.36 GiB is allocated by PyTorch, and "
+     "168.02 MiB is reserved by PyTorch but unallocated.", "config"),
+    # ... while two other processes holding 19 of 24 GiB is another's
+    (". GPU 1 has a total capacty of 23.64 GiB of which 45.69 MiB is free. Process 3523280 has "
+     "13.38 GiB memory in use. Process 3531848 has 5.88 GiB memory in use. Including non-PyTorch "
+     "memory, this process has 4.32 GiB memory in use. Of the allocated memory 3.91 GiB is "
+     "allocated by PyTorch, and 10.46 MiB is reserved by PyTorch but unallocated.",
+     "environment"),
 ])
 def test_a_cuda_oom_with_the_card_held_elsewhere_is_the_environments(report: str,
                                                                       root: str) -> None:
-    log = f"RuntimeError: CUDA out of memory. Tried to allocate 200.00 MiB ({report})\n"
+    log = f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 200.00 MiB {report}\n"
     diagnosis = diagnose(log)
     assert diagnosis.cause == "cuda_oom" and diagnosis.root.value == root

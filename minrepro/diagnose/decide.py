@@ -143,26 +143,31 @@ def root_of_cause(best: Finding, rule: Rule | None, context: Context) -> RootCla
     by_variant = dict(rule.variant_roots) if rule is not None else {}
     if best.variant in by_variant:
         return by_variant[best.variant]
-    if best.cause == "cuda_oom" and (any(_OTHER_PROCESS.search(e.text) for e in best.evidence)
-                                     or _held_elsewhere(best.params)):
-        return RootClass.ENVIRONMENT
+    if best.cause == "cuda_oom":
+        held = _held_elsewhere(best.params)
+        if held is None:  # no numbers: what the report says of other processes decides
+            held = any(_OTHER_PROCESS.search(e.text) for e in best.evidence)
+        if held:
+            return RootClass.ENVIRONMENT
     return root
 
 
 _HELD_ELSEWHERE = 0.5  # of the card's memory, neither free nor reserved by this process
 
 
-def _held_elsewhere(pairs: tuple[tuple[str, ParamValue], ...]) -> bool:
+def _held_elsewhere(pairs: tuple[tuple[str, ParamValue], ...]) -> bool | None:
     """The OOM report's numbers leave most of the card to something else: what is neither
     free nor reserved by this process's PyTorch (its CUDA context takes a few hundred MiB)
-    is over half the capacity, so another process holds it."""
+    is over half the capacity, so another process holds it. None without those numbers.
+    (The numbers decide over the report's "Process N has X GiB memory in use" lines: in a
+    container the process itself is listed so, its PID not being its own.)"""
     params = dict(pairs)
     capacity, free, reserved = (params.get(k) for k in ("capacity_bytes", "free_bytes",
                                                         "reserved_bytes"))
     if not (isinstance(capacity, (int, float)) and isinstance(free, (int, float))
-            and isinstance(reserved, (int, float))):
-        return False
-    return capacity > 0 and capacity - free - reserved > _HELD_ELSEWHERE * capacity
+            and isinstance(reserved, (int, float))) or capacity <= 0:
+        return None
+    return capacity - free - reserved > _HELD_ELSEWHERE * capacity
 
 
 def _merge(findings: Iterable[Finding]) -> list[Finding]:
