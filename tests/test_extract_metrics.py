@@ -85,6 +85,10 @@ CASES = [
      "INFO: Epoch : 1/20 - Iter : 6527/6672 - Iter loss : 6.9443 - Iter acc: 0.0052 - "
      "Num correct: 1",
      {"loss": 6.9443, "accuracy": 0.0052, "epoch": 1.0}, 6527),
+    ("mmengine_dated",  # the date's 08/03 is no step: the iteration in [1][ 500/2931] is
+     "08/03 22:09:24 - mmengine - INFO - Epoch(train)  [1][ 500/2931]  lr: 2.0000e-02  eta: "
+     "0:39:15  time: 0.0578  data_time: 0.0017  memory: 2389  loss: 1.2  loss_cls: 0.5",
+     {"loss": 1.2, "learning_rate": 0.02}, 500),
     ("cost_is_the_loss",  # a tutorial notebook's log names the loss "Cost"
      "Epoch: 001/010 | Batch 0050/0391 | Cost: 2.2857", {"loss": 2.2857, "epoch": 1.0}, 50),
     ("timing_only",  # a data-loading stall reported without a loss (a GitHub issue's log)

@@ -66,6 +66,7 @@ _PAIR = lazy(
     r"(?!\.?[\w/\-]|:\d)")
 _DICT_PAIR = lazy(rf"['\"](?P<key>[^'\"]{{1,60}})['\"]\s*[:：]\s*['\"]?{_VALUE}['\"]?")
 _THROUGHPUT = lazy(r"(\d+(?:\.\d+)?)\s?(it/s|s/it)")
+_TIME_AFTER = lazy(r"\s+\d{1,2}:\d\d")
 _FRACTION = lazy(r"(?<![\d/.:])(\d+)/\s*(\d+)(?![\d/.:])")
 #: The PyTorch CIFAR tutorial: `[2,  2400] loss: 1.209` is [epoch, batch].
 _EPOCH_BATCH = lazy(r"\s*\[(\d+),\s+(\d+)\]")
@@ -348,6 +349,8 @@ def _fraction_step(text: str) -> int | None:
     if tqdm:
         return int(tqdm[1])
     for match in _FRACTION.finditer(text):
+        if _TIME_AFTER.match(text, match.end()):
+            continue  # a date before a time (mmengine's `08/03 22:09:24`), not a step
         if not _EPOCH_BEFORE.search(text, 0, match.start()):
             return int(match[1])
     return None
