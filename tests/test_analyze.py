@@ -307,6 +307,24 @@ def test_a_nan_from_the_first_record_in_the_first_steps_is_no_step_too_large() -
     assert diagnose(tail).rule_id != "MR-CONV-108"
 
 
+def test_a_summary_printed_on_the_way_out_of_a_crash_is_no_finished_run() -> None:
+    """detectron2 prints "Total training time" in its hooks' after_train, crash or not."""
+    from tests.test_failures import diagnose
+
+    crash = (
+        "ERROR [07/25 13:14:56 d2.engine.train_loop]: Exception during training:\n"
+        "Traceback (most recent call last):\n"
+        '  File "/env/lib/python3.8/site-packages/detectron2/engine/train_loop.py", line 240, '
+        "in _detect_anomaly\n    self.iter, loss_dict\n"
+        "FloatingPointError: Loss became infinite or NaN at iteration=2!\n"
+        "loss_dict = {'loss_cls': tensor(6.5565), 'loss_box_reg': tensor(0.0876), "
+        "'loss_mask': tensor(nan), 'loss_rpn_cls': tensor(0.7022), 'loss_rpn_loc': "
+        "tensor(0.0971)}\n")
+    ended = "[07/25 13:14:56 d2.engine.hooks]: Total training time: 0:00:01\n"
+    diagnosis = diagnose(crash + ended)
+    assert diagnosis.cause == "nan_in_data" and diagnosis.confidence >= 0.6
+
+
 def _transient_nan_log(*, bad_steps: tuple[int, ...], head: str = "") -> str:
     rows = [f"epoch 1 step {step * 10} loss "
             f"{'nan' if step in bad_steps else f'{2.5 * 0.99 ** step + 0.01 * (step % 3):.4f}'}"

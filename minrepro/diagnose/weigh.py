@@ -55,7 +55,8 @@ def weigh(findings: Iterable[Finding], shape: LogShape, failures: Sequence[Failu
     explained = crash is not None and any(
         _within(f, crash) for f in findings
         if f.severity is Severity.CRASH and f.score > 0 and not _only_warnings(f))
-    finished = shape.ended_line > 0 and (crash is None or shape.ended_line > crash.line)
+    finished = (shape.ended_line > 0 and (crash is None or shape.ended_line > crash.line)
+                and not _ended_by(failures, shape.ended_line))
     weighed = []
     for finding in findings:
         factor = 1.0
@@ -73,6 +74,16 @@ def weigh(findings: Iterable[Finding], shape: LogShape, failures: Sequence[Failu
         weighed.append(finding if factor == 1.0 else
                        replace(finding, score=round(finding.score * factor, 3)))
     return weighed
+
+
+#: A summary printed this few lines after an exception is a `finally` block's (detectron2
+#: prints "Total training time" on the way out of a crash too), not a run that finished.
+ENDED_BY_CRASH_LINES = 5
+
+
+def _ended_by(failures: Sequence[Failure], ended_line: int) -> bool:
+    return any(f.exc_type and 0 <= ended_line - f.line <= ENDED_BY_CRASH_LINES
+               for f in failures)
 
 
 def final_crash(shape: LogShape, failures: Sequence[Failure]) -> Failure | None:
