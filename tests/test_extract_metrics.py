@@ -177,8 +177,8 @@ def test_not_metrics(text: str) -> None:
     ("Data", "data_time"), ("time", "batch_time"), ("cls_loss", "cls_loss"), ("v_num", None),
     ("speed", None), ("loss_weight", None), ("aux_loss_weight", None), ("lambda_loss", None),
     ("loss_scale", "loss_scale"), ("loss_rpn_cls", "loss_rpn_cls"), ("w_loss", "w_loss"),
-    ("rpn_cls", "loss_rpn_cls"), ("rcnn_box", "loss_rcnn_box"), ("obj", "loss_obj"),
-    ("iou", "iou"), ("rpn", None), ("cls_token", None),
+    ("losses", "loss"), ("rpn_cls", "loss_rpn_cls"), ("rcnn_box", "loss_rcnn_box"),
+    ("obj", "loss_obj"), ("iou", "iou"), ("rpn", None), ("cls_token", None),
 ])
 def test_normalise(name: str, expected: str | None) -> None:
     assert normalise(name) == expected

@@ -1,8 +1,8 @@
 """Metric names as logs print them -> the normalised names the curves use.
 
-    loss           loss, train_loss, training_loss, total_loss, loss_total, closs, lm_loss,
-                   tr_loss, reduced_train_loss, train_loss_step, avg_loss, loss_avg, batch_loss,
-                   iter_loss, step_loss, running_loss, epoch_loss, mean_loss, average_loss,
+    loss           loss, losses, train_loss, training_loss, total_loss, loss_total, closs,
+                   lm_loss, tr_loss, reduced_train_loss, train_loss_step, avg_loss, loss_avg,
+                   batch_loss, iter_loss, step_loss, running_loss, epoch_loss, mean_loss, average_loss,
                    average_train_loss, avg_train_loss, mean_train_loss
     eval_loss      eval_loss, val_loss, valid_loss, validation_loss, test_loss, loss_val
                    (mmdet), total_val_loss
@@ -27,8 +27,8 @@ from __future__ import annotations
 from minrepro.patterns import lazy
 
 ALIASES: dict[str, str] = {
-    **dict.fromkeys(("loss", "cost", "train_cost", "train_loss", "training_loss", "total_loss",
-                     "loss_total", "closs", "lm_loss", "tr_loss", "reduced_train_loss",
+    **dict.fromkeys(("loss", "losses", "total_losses", "cost", "train_cost", "train_loss",
+                     "training_loss", "total_loss", "loss_total", "closs", "lm_loss", "tr_loss", "reduced_train_loss",
                      "train_loss_step", "avg_loss", "loss_avg", "train_lm_loss", "iter_loss",
                      "batch_loss", "step_loss", "running_loss", "epoch_loss", "mean_loss",
                      "average_loss", "average_train_loss", "avg_train_loss", "mean_train_loss",
