@@ -29,7 +29,8 @@ from minrepro.patterns import lazy
 ALIASES: dict[str, str] = {
     **dict.fromkeys(("loss", "losses", "total_losses", "cost", "train_cost", "train_loss",
                      "training_loss", "total_loss", "loss_total", "closs", "lm_loss", "tr_loss",
-                     "reduced_train_loss", "train_loss_step", "avg_loss", "loss_avg", "train_lm_loss", "iter_loss",
+                     "reduced_train_loss", "train_loss_step", "avg_loss", "loss_avg",
+                     "train_lm_loss", "iter_loss",
                      "batch_loss", "step_loss", "running_loss", "epoch_loss", "mean_loss",
                      "average_loss", "average_train_loss", "avg_train_loss", "mean_train_loss",
                      "train_epoch_loss", "training_batch_loss", "train_batch_loss"), "loss"),
