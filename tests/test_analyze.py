@@ -74,6 +74,17 @@ def test_a_training_loss_above_its_first_step_while_the_held_out_loss_falls_is_n
     assert "lr_divergence" not in curve(rows)
 
 
+def test_a_running_data_time_average_still_carrying_the_start_up_is_no_bottleneck() -> None:
+    # maskrcnn-benchmark at iter 20: "data: 0.0029 (1.4490)  time: 0.3928 (1.9001)"
+    rows = [{"data_time": d, "data_time_avg": da, "batch_time": b, "batch_time_avg": ba}
+            for d, da, b, ba in ((0.0029, 1.449, 0.3928, 1.9001), (0.0025, 1.4344, 0.4166, 1.9303))]
+    assert "dataloader_bottleneck" not in curve(rows)
+    # the steps themselves waiting: a bottleneck
+    waiting = [{"data_time": d, "data_time_avg": d, "batch_time": d + 0.1,
+                "batch_time_avg": d + 0.1} for d in (1.2, 1.3, 1.25)]
+    assert "dataloader_bottleneck" in curve(waiting)
+
+
 def test_collapse_with_eval_at_chance() -> None:
     rows = [{"loss": v} for v in (0.7, 0.2, 0.01, 0.001, 0.0005)]
     rows.append({"eval_accuracy": 0.5, "eval_loss": 3.0})

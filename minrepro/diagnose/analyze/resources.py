@@ -42,6 +42,8 @@ def data_bound(state: CurveState) -> Finding | None:
     batch_avg = state.main("batch_time_avg").points()
     if len(data_avg) >= 2 and len(batch_avg) >= 2:
         mean_data, mean_batch, evidence = data_avg[-1].value, batch_avg[-1].value, data_avg[-2:]
+        if _recent_share(data, batch) < DATA_SHARE / 4:
+            return None  # the average still carries the start-up; the steps now do not wait
     elif len(data) >= 3 and len(batch) >= 3:
         mean_data = mean(p.value for p in data[1:])
         mean_batch = mean(p.value for p in batch[1:])
@@ -59,6 +61,15 @@ def data_bound(state: CurveState) -> Finding | None:
     return finding(checks.DATA_TIME_SHARE, 0.8 if share >= 0.75 else 0.6, evidence,
                     params={"data_time": round(mean_data, 4),
                             "batch_time": round(mean_batch, 4)})
+
+
+def _recent_share(data: list[Point], batch: list[Point]) -> float:
+    """The data share of the last few steps' own times (1.0 where the log prints none)."""
+    recent_data, recent_batch = data[-3:], batch[-3:]
+    if not recent_data or not recent_batch:
+        return 1.0
+    total = sum(p.value for p in recent_batch)
+    return sum(p.value for p in recent_data) / total if total > 0 else 1.0
 
 
 def host_memory_growth(state: CurveState) -> Finding | None:
