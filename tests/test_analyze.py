@@ -110,6 +110,33 @@ def test_train_falls_while_eval_rises_is_overfitting() -> None:
     assert "overfitting" in curve(rows)
 
 
+# A ranking model's 100 epochs (a committed log): the test loss falls 138 -> ~17, then wanders
+# 14 ... 30 around that level to the end while the training loss settles at 11.
+_WANDERING_EVALS = (
+    138.1, 63.6, 45.7, 36.7, 33.4, 31.8, 32.5, 28.6, 29.2, 38.4, 28.9, 26.8, 27.0, 25.3, 22.9,
+    21.5, 25.0, 18.7, 21.4, 24.3, 25.3, 19.4, 18.4, 18.2, 18.9, 25.4, 19.4, 16.2, 16.8, 20.5,
+    19.9, 17.6, 20.5, 19.5, 19.9, 16.0, 17.8, 15.3, 19.1, 17.0, 22.0, 17.7, 17.0, 17.2, 18.0,
+    17.8, 18.5, 17.8, 18.8, 19.8, 18.1, 18.8, 21.6, 15.7, 24.5, 16.0, 19.3, 17.1, 17.6, 19.1,
+    29.6, 16.6, 18.7, 18.7, 21.2, 19.2, 21.4, 19.4, 19.7, 23.8, 20.3, 19.6, 19.4, 19.1, 19.1,
+    17.1, 26.0, 24.6, 16.8, 30.4, 19.6, 18.3, 18.1, 19.5, 17.2, 18.9, 14.0, 18.9, 20.5, 16.7,
+    17.2, 16.7, 16.7, 21.1, 17.9, 22.5, 16.0, 17.8, 19.6, 15.8)
+
+
+def _epochs(held: list[float] | tuple[float, ...]) -> list[dict[str, float]]:
+    rows: list[dict[str, float]] = []
+    for epoch, value in enumerate(held):
+        rows += [{"loss": 170.0 / (epoch + 1) + 12.0 - 0.05 * epoch, "epoch": epoch},
+                 {"eval_loss": value, "epoch": epoch}]
+    return rows
+
+
+def test_a_hundred_noisy_evaluations_wandering_at_their_level_are_no_overfitting() -> None:
+    assert "overfitting" not in curve(_epochs(_WANDERING_EVALS))
+    # the same run whose test loss then climbs for good is overfitting
+    climbed = list(_WANDERING_EVALS[:60]) + [v * 1.6 for v in _WANDERING_EVALS[60:]]
+    assert "overfitting" in curve(_epochs(climbed))
+
+
 def test_a_held_out_loss_that_stays_low_beside_a_zero_train_loss_is_no_overfitting() -> None:
     """A k-fold classifier at train loss 0.0000 and validation 0.09 (accuracy 0.95)
     generalises: neither a ratio to a vanishing train loss nor a flat held-out loss is a gap."""

@@ -73,7 +73,8 @@ def overfitting(state: CurveState) -> Finding | None:
     best = min(range(len(smooth)), key=smooth.__getitem__)
     floor = max(smooth[best], 1e-9)
     after = smooth[best:]
-    rising = len(after) >= 3 and after[-1] >= RISE * floor and min(after[-2:]) >= 1.05 * floor
+    rising = (len(after) >= 3 and after[-1] >= RISE * floor and min(after[-2:]) >= 1.05 * floor
+              and _climbs_over_the_noise(values))
     train_after = [p.value for p in train if p.line >= evals[best].line]
     falling = len(train_after) >= 2 and levels(train_after)[-1] < levels(train_after)[0]
     recent_train = median(train_after) if train_after else 0.0
@@ -90,11 +91,19 @@ def overfitting(state: CurveState) -> Finding | None:
                    params={"best_eval_loss": round(evals[best].value, 4)})
 
 
-def _smoothed(values: list[float]) -> list[float]:
-    """A running median of three: one noisy evaluation is no best or worst."""
+def _smoothed(values: list[float], half: int = 1) -> list[float]:
+    """A running median of three (2 * half + 1): one noisy evaluation is no best or worst."""
     if len(values) < 5:
         return values
-    return [median(values[max(0, i - 1):i + 2]) for i in range(len(values))]
+    return [median(values[max(0, i - half):i + half + 1]) for i in range(len(values))]
+
+
+def _climbs_over_the_noise(values: list[float]) -> bool:
+    """Smoothed over a twentieth of the evaluations on each side, the end still sits RISE
+    above the best: a long noisy run of evaluations that wanders (12 ... 20 ... 16) around
+    its level has not climbed, though its three-point medians may say so."""
+    wide = _smoothed(values, half=max(1, len(values) // 20))
+    return wide[-1] >= RISE * max(min(wide), 1e-9)
 
 
 def _quality_got_worse(state: CurveState, margin: float = 0.01) -> bool:
