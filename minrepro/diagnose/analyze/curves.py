@@ -198,8 +198,8 @@ def nan_at_start(state: CurveState) -> Finding | None:
     first = state.loss_at_step_0
     if first is not None and not math.isfinite(first.value):
         return finding(checks.LOSS_NAN_AT_START, 0.6, [first], supersedes=("lr_divergence",))
-    if state.first_loss is None or state.mixed_precision:
-        return None
+    if state.first_loss is None or state.mixed_precision or state.main("loss").count < 3:
+        return None  # one NaN loss mentioned (a sentence, a monitor's alert) is no run's log
     point, step = state.first_loss
     if math.isfinite(point.value) or (step is not None and step > EARLY_STEPS):
         return None
