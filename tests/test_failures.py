@@ -73,6 +73,13 @@ def test_a_watchdog_timeout_raised_as_an_exception_keeps_its_type() -> None:
     assert diagnosis.failure is not None and diagnosis.failure.exc_type == "RuntimeError"
 
 
+def test_a_killed_worker_raised_as_an_exception_keeps_its_type() -> None:
+    diagnosis = diagnose("RuntimeError: DataLoader worker (pid 22358) is killed by signal: "
+                         "Killed.\n")
+    assert diagnosis.cause == "host_oom_dataloader"
+    assert diagnosis.failure is not None and diagnosis.failure.exc_type == "RuntimeError"
+
+
 def test_the_first_exception_of_a_chain_is_the_failure() -> None:
     log = (traceback("ValueError: bad shard index 7", "/srv/app/data.py") +
            "\nDuring handling of the above exception, another exception occurred:\n\n" +

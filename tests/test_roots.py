@@ -292,6 +292,10 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
         exc="AttributeError: 'Tensor' object has no attribute 'T'"), "environment"),
     # ... one no torch has is the code's (a tensor used as a numpy array or a dict)
     (tb(USER, exc="AttributeError: 'Tensor' object has no attribute 'astype'"), "code"),
+    # a checkpoint write the storage failed: the machine's file system
+    (tb(USER, ("/env/lib/python3.7/site-packages/torch/serialization.py", "_save",
+               "serialized_storages[key]._write_file(f, _should_read_directly(f))"),
+        exc="RuntimeError: write(): fd 29 failed with Input/output error"), "environment"),
     # a logger or hub the job has no key or token for: the job's settings
     (tb(USER, ("/env/lib/python3.8/site-packages/wandb/sdk/wandb_login.py", "prompt_api_key",
                'raise UsageError("api_key not configured (no-tty). call " + directive)'),

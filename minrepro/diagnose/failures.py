@@ -122,7 +122,9 @@ class FailureLog:
                               kind=FailureKind.CUDA_ASSERT, timestamp=stamp)
             self._add(failure, "failure")
         elif isinstance(event, WorkerKilled):
-            failure = Failure("", f"DataLoader worker killed: {event.signal}", event.line,
+            raised = _RAISED_AS.match(text)  # `RuntimeError: DataLoader worker (pid N) is ...`
+            failure = Failure(raised[1] if raised else "",
+                              f"DataLoader worker killed: {event.signal}", event.line,
                               event.line, event.rank, text=text,
                               kind=FailureKind.WORKER_KILLED, timestamp=stamp)
             self._add(failure, "cascade" if event.signal == "Aborted" else "failure")

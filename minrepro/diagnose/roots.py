@@ -115,9 +115,12 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              message=r"'DeepSpeed\w+' object has no attribute '(?:ds_\w+|\w+_op)'|"
                      r"Ninja is required to load C\+\+ extensions|"
                      r"Error building extension '\w+'"),
-    RootRule("MR-ROOT-013", E, "The machine ran out of disk space", "Free disk space or "
-             "write checkpoints elsewhere.",
-             message=r"No space left on device|Disk quota exceeded|file write failed"),
+    RootRule("MR-ROOT-013", E, "The machine ran out of disk space (or its storage failed a "
+             "write)", "Free disk space or write checkpoints elsewhere; check the file system "
+             "the job writes to.",
+             message=r"No space left on device|Disk quota exceeded|file write failed|"
+                     r"write\(\): fd \d+ failed|failed with Input/output error|"
+                     r"\[Errno 5\] Input/output error"),
     RootRule("MR-ROOT-014", E, "The CUDA driver, runtime or build does not fit",
              "Install a torch build for this driver and GPU (see pytorch.org/get-started).",
              message=r"(?i)CUDA driver version is insufficient|no kernel image|"
