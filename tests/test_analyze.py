@@ -51,6 +51,15 @@ def test_plateau_at_ln_c_gives_class_count() -> None:
     assert params["num_classes"] == 10 and abs(params["plateau_loss"] - 2.3026) < 0.01
 
 
+def test_a_flat_loss_with_the_learning_rate_at_zero_throughout_is_stuck() -> None:
+    found = curve([{"loss": 10.9, "learning_rate": 0.0} for _ in range(6)])
+    assert found["loss_stagnation"].score >= 0.7
+    assert dict(found["loss_stagnation"].params)["learning_rate"] == 0.0
+    # warmup from 0: a zero lr at the start only says nothing
+    warm = curve([{"loss": 10.9, "learning_rate": 1e-5 * i} for i in range(6)])
+    assert "loss_stagnation" not in warm or warm["loss_stagnation"].score < 0.5
+
+
 def test_learning_curve_is_not_a_plateau() -> None:
     found = curve([{"loss": 2.3 * 0.8 ** i} for i in range(12)])
     assert "loss_stagnation" not in found and "lr_divergence" not in found

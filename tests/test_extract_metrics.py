@@ -89,6 +89,9 @@ CASES = [
      "08/03 22:09:24 - mmengine - INFO - Epoch(train)  [1][ 500/2931]  lr: 2.0000e-02  eta: "
      "0:39:15  time: 0.0578  data_time: 0.0017  memory: 2389  loss: 1.2  loss_cls: 0.5",
      {"loss": 1.2, "learning_rate": 0.02}, 500),
+    ("key_right_after_a_bracket",  # a print glued to the end of a tqdm bar
+     "Epoch 0:   0%|          | 1/1793507 [00:02<1175:20:35,  0.42it/s, v_num=12, "
+     "train_loss=10.90]lr=[0.0] mean=-0.000124", {"loss": 10.9, "learning_rate": 0.0}, 1),
     ("cost_is_the_loss",  # a tutorial notebook's log names the loss "Cost"
      "Epoch: 001/010 | Batch 0050/0391 | Cost: 2.2857", {"loss": 2.2857, "epoch": 1.0}, 50),
     ("timing_only",  # a data-loading stall reported without a loss (a GitHub issue's log)

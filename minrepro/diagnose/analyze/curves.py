@@ -323,7 +323,10 @@ def _plateau_finding(state: CurveState, series: Series, *, summed: bool,
     params: dict[str, float | int] = {"plateau_loss": round(level, 4)}
     if classes:
         params["num_classes"] = classes
-    if classes and flat:
+    if flat and not held_out and _learning_rate_always_zero(state):
+        params["learning_rate"] = 0.0
+        score = 0.75  # no step moves the weights: a schedule or setting left the lr at 0
+    elif classes and flat:
         score = 0.75
     elif classes:
         score = 0.65 if _settled(values) else 0.45
@@ -334,6 +337,12 @@ def _plateau_finding(state: CurveState, series: Series, *, summed: bool,
     else:
         score = 0.55 if len(values) >= FLAT_POINTS else 0.45
     return finding(checks.LOSS_PLATEAU, score, [points[0], points[-1]], params=params)
+
+
+def _learning_rate_always_zero(state: CurveState) -> bool:
+    """Every learning rate the log printed (three at least) is 0."""
+    rates = state.main("learning_rate").values()
+    return len(rates) >= 3 and all(rate == 0.0 for rate in rates)
 
 
 def _evident_classes(state: CurveState, level: float, values: list[float]) -> int | None:

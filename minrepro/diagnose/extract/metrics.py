@@ -60,7 +60,7 @@ _QUALIFIED = ("(?:(?:batch|epoch|step|iter|train|training|val|valid|validation|t
 #: `1:52:15`, `4846/12331`, `2017-06`). `(?:\s*[:=]\s*|\s+)`, not `\s*(?:[:=]\s*|\s+)`: the
 #: latter tries every split of a run of blanks, quadratic on `lr` + 8,000 spaces.
 _PAIR = lazy(
-    rf"(?:^|(?<=[\s,|{{(\[;，。、>]))(?P<key>(?i:{_QUALIFIED})|(?i:{_MULTIWORD})"
+    rf"(?:^|(?<=[\s,|{{(\[\];，。、>]))(?P<key>(?i:{_QUALIFIED})|(?i:{_MULTIWORD})"
     rf"|[A-Za-z][\w@/\-]*?)"
     rf"(?:\s*[:=：]\s*|\s+)\[?{_VALUE}(?:\s?(?P<unit>ms|MiB|MB|GiB|GB)\b|(?P<letter>[smMG%]))?"
     r"(?!\.?[\w/\-]|:\d)")
