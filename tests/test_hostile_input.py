@@ -747,6 +747,19 @@ def test_log_starting_with_a_block_of_nuls_is_read(tmp_path: Path) -> None:
     assert diagnosis_json(stdin)["cause"] == "cuda_oom"
 
 
+def test_holes_of_nuls_inside_a_log_are_no_binary_data(tmp_path: Path) -> None:
+    """nohup.out truncated under a writer that kept its offset: runs of NULs between updates."""
+    lines = [f"\rEpoch num {i}| train loss {1.0 / (i + 1):.4f} \n:  {i}/200 [05:53<1:36:20]"
+             .encode() + b"\x00" * (40 + 20 * i) for i in range(30)]
+    log = tmp_path / "nohup.out"
+    log.write_bytes(b"".join(lines) + b"\n" + OOM_SAMPLE.read_bytes())
+    assert diagnosis_json(run_cli("diagnose", "--json", str(log)))["cause"] == "cuda_oom"
+    # random bytes stay binary
+    junk = tmp_path / "junk.log"
+    junk.write_bytes(bytes(range(256)) * 64)
+    assert run_cli("diagnose", str(junk)).code == 2
+
+
 def test_a_growing_log_is_read_up_to_its_size_at_open(tmp_path: Path) -> None:
     from minrepro.diagnose.reader import LogReader
 

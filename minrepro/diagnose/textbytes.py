@@ -4,12 +4,14 @@ binary data refused, and the `Fill` functions that put the text into the reader'
 from __future__ import annotations
 
 import codecs
+import re
 from collections.abc import Callable, Iterator
 
 from minrepro.errors import BadInputError
 
 _SNIFF_BYTES = 8192
 _NUL_BLOCK = 16
+_NUL_RUN = re.compile(rb"\x00{%d,}" % _NUL_BLOCK)
 #: Fills a view of the reader's buffer with the next bytes of text; 0 at the end.
 Fill = Callable[[memoryview], int]
 
@@ -87,7 +89,9 @@ def refuse_binary(head: bytes, source: str) -> None:
     """Reject data that is clearly not text (images, archives, model checkpoints): they hold
     control bytes (~10 % of random bytes are). Text in another encoding (GBK, Shift-JIS,
     Latin-1: a log from a Windows machine set to Chinese) is text; its bad UTF-8 is replaced."""
-    sample = head[:_SNIFF_BYTES]
+    # holes of NULs (a log truncated under a writer that kept its offset, two writers on one
+    # nohup.out) are no binary data: only the bytes around them are judged
+    sample = _NUL_RUN.sub(b"", head[:_SNIFF_BYTES])
     if not sample:
         return
     controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
