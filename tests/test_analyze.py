@@ -51,6 +51,24 @@ def test_plateau_at_ln_c_gives_class_count() -> None:
     assert params["num_classes"] == 10 and abs(params["plateau_loss"] - 2.3026) < 0.01
 
 
+def test_runs_appended_under_epoch_headers_are_runs_not_a_climb() -> None:
+    """Epoch summaries without an epoch of their own, under `Epoch: 0002` header lines, of
+    five runs appended to one file (a GCN's log): each new run starting high again, and the
+    fourth settling higher than the first, is no divergence."""
+    from tests.test_failures import diagnose
+
+    rows = []
+    for length, start, floor in ((82, 1.59, 0.34), (61, 2.14, 0.49), (61, 1.91, 0.50),
+                                 (80, 1.92, 0.71), (61, 1.58, 0.28)):
+        for epoch in range(1, length + 1):
+            rows += [f"[2022-06-26 21:44:04,162]Epoch: {epoch:04d}",
+                     "[2022-06-26 21:44:05,000]this epoch:",
+                     f"loss= {floor + (start - floor) * 0.9 ** epoch:.4f} "
+                     f"accuracy= {0.9 - 0.6 * 0.9 ** epoch:.4f}"]
+        rows.append("Optimization Finished!")
+    assert diagnose("\n".join(rows) + "\n").cause is None
+
+
 def test_a_flat_loss_with_the_learning_rate_at_zero_throughout_is_stuck() -> None:
     found = curve([{"loss": 10.9, "learning_rate": 0.0} for _ in range(6)])
     assert found["loss_stagnation"].score >= 0.7

@@ -160,6 +160,15 @@ NOT_METRICS = [
 ]
 
 
+def test_records_under_an_epoch_header_take_its_epoch() -> None:
+    extractor = MetricExtractor()
+    assert not extractor.feed(Line(line=1, text="[2022-06-26 21:44:04,162]Epoch: 0002"))
+    record = extractor.feed(Line(line=2, text="loss= 0.8673 accuracy= 0.7422"))[0]
+    assert record.get("epoch") == 2.0 and record.get("loss") == 0.8673
+    own = extractor.feed(Line(line=3, text="epoch 7 loss 0.5"))[0]
+    assert own.get("epoch") == 7.0  # a record's own epoch wins
+
+
 def test_a_time_cost_is_a_duration_not_the_loss() -> None:
     record = parse("epoch 3, time cost: 12.3s, acc: 0.5")
     assert record is not None and record.get("accuracy") == 0.5 and record.get("loss") is None

@@ -102,7 +102,12 @@ _RULE_CELL = lazy(r":?-{2,}:?")
 
 #: A line holding none of these is no metric line.
 TRIGGERS = ("loss", "Loss", "LOSS", "cost", "Cost", "acc", "Acc", "Prec", "it/s", "s/it", "lr",
-            "learning", "val", "norm", "top1", "RAM", "rss", "data_time", "rpn_", "rcnn_")
+            "learning", "val", "norm", "top1", "RAM", "rss", "data_time", "rpn_", "rcnn_",
+            "Epoch", "epoch", "EPOCH")
+#: A line that only announces an epoch (`[2022-06-26 21:44:04,162]Epoch: 0002`, `Epoch 3/100`,
+#: `==== epoch 5 ====`): the records under it that print no epoch of their own are of it.
+_EPOCH_HEADER = lazy(r"^[\W\d_]*?(?:\[[^\]]*\]\s*)*(?i:epoch)\s*[:#=]?\s*\[?(\d+)\s*(?:/\s*\d+)?\]?"
+                     r"\W*$")
 _may_hold_metrics = any_of(TRIGGERS)
 
 
@@ -116,6 +121,7 @@ class MetricExtractor:
 
     def __init__(self) -> None:
         self._columns: list[str | None] | None = None  # inside a table: its column names
+        self._epoch: float | None = None  # the last epoch a header line announced
         self._eval_until = 0  # lines up to this one continue an evaluation block
 
     @property
@@ -140,9 +146,15 @@ class MetricExtractor:
             self._columns = parsed
             return ()
         if parsed is _NO_RECORD:
+            header = _EPOCH_HEADER.match(text) if "poch" in text or "POCH" in text else None
+            if header:
+                self._epoch = float(header[1])
             return ()
         assert isinstance(parsed, MetricRecord)
-        record = MetricRecord(line=line.line, values=parsed.values, step=parsed.step,
+        values = parsed.values
+        if self._epoch is not None and all(name != "epoch" for name, _ in values):
+            values = (*values, ("epoch", self._epoch))
+        record = MetricRecord(line=line.line, values=values, step=parsed.step,
                               rank=line.rank, series=parsed.series)
         return (self._in_block(record, text, line),)
 
