@@ -189,6 +189,7 @@ def test_not_metrics(text: str) -> None:
     ("Data", "data_time"), ("time", "batch_time"), ("cls_loss", "cls_loss"), ("v_num", None),
     ("speed", None), ("loss_weight", None), ("aux_loss_weight", None), ("lambda_loss", None),
     ("loss_scale", "loss_scale"), ("loss_rpn_cls", "loss_rpn_cls"), ("w_loss", "w_loss"),
+    ("initial loss", None), ("final loss", None), ("best_val_loss", None),
     ("losses", "loss"), ("rpn_cls", "loss_rpn_cls"), ("rcnn_box", "loss_rcnn_box"),
     ("obj", "loss_obj"), ("iou", "iou"), ("rpn", None), ("cls_token", None),
 ])

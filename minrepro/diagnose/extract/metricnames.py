@@ -62,6 +62,7 @@ _LOSS_SETTING = lazy(r"_(?:weights?|coef|coeff|coefficient|factor|lambda|alpha|b
 #: A detector's loss parts as some print them, without the word loss: faster-rcnn.pytorch's
 #: `rpn_cls: 0.17, rpn_box: 0.05, rcnn_cls: 0.94, rcnn_box 0.04`, YOLO's `box obj cls`.
 _SHORT_PART = lazy(r"(?:(?:rpn|rcnn|roi)_)?(?:cls|box|bbox|reg|obj|objectness|dfl)")
+_LOSS_SUMMARY = lazy(r"(?:initial|final|best|min|lowest)_")
 _TOTAL_EVAL_LOSS = lazy(r"(?:total_)?(?:val|valid|validation|eval|test)_(?:total_)?loss")
 
 #: Held-out quality: higher is better. Matched on the normalised name without `eval_`.
@@ -96,8 +97,12 @@ def normalise(key: str) -> str | None:
         return "batch_time"
     if "loss" in name:
         # a loss's weight in the objective is a setting (`BG_CLS_LOSS_WEIGHT: 0.2` in a
-        # config dump, `loss_weight=1.0`), not a measurement; loss_scale is fp16's reading
-        return None if _LOSS_SETTING.search(name) else name
+        # config dump, `loss_weight=1.0`), not a measurement; loss_scale is fp16's reading;
+        # an initial, final or best loss sums something up (a layer's reconstruction before
+        # and after, a run's best): no point of the curve
+        if _LOSS_SETTING.search(name) or _LOSS_SUMMARY.match(name):
+            return None
+        return name
     if quality_direction(name):
         return ALIASES.get(name, name)
     if _SHORT_PART.fullmatch(name):
