@@ -146,10 +146,10 @@ class _AhoCorasick:
         self._automatons = [(first, _automaton(module, patterns[first:first + _PACKED]))
                             for first in range(0, len(patterns), _PACKED)]
         self._first_word = len(patterns)
-        self._written = list(dict.fromkeys(w.encode() for w in words))
-        lowered = list(dict.fromkeys(w.lower() for w in self._written))
-        self._word_ids = [self._first_word + lowered.index(w.lower()) for w in self._written]
-        self._words = _automaton(module, self._written) if self._written else None
+        spellings = list(dict.fromkeys(w.encode() for w in words))  # as written: nan, NaN ...
+        lowered = list(dict.fromkeys(w.lower() for w in spellings))
+        self._word_ids = [self._first_word + lowered.index(w.lower()) for w in spellings]
+        self._words = _automaton(module, spellings) if spellings else None
 
     def hits(self, block: Buffer) -> Hits:
         lower = bytes(block).lower()

@@ -21,6 +21,7 @@ import calendar
 import re
 from dataclasses import dataclass, replace
 
+from minrepro.diagnose.extract.pylines import exception_at_start
 from minrepro.model import (
     CudaAssert,
     Failure,
@@ -48,8 +49,6 @@ _CASCADE_TEXT = lazy(
     r"another rank|other ranks? (?:failed|exited)|terminate called", re.IGNORECASE)
 _LAUNCHER = ("ChildFailedError", "ProcessRaisedException", "ProcessExitedException")
 _INTERRUPTS = ("KeyboardInterrupt",)
-#: A timeout raised as an exception prints its type first: `RuntimeError: [Rank 2] Watchdog ...`
-_RAISED_AS = lazy(r"^\s*(?:\[[^\]]*\]:?\s*)?((?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):\s")
 _ARGPARSE = lazy(r"unrecognized arguments|arguments are required|invalid choice")
 _ROOT_RANK = lazy(r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(\d+)",
                         re.DOTALL)
@@ -122,16 +121,13 @@ class FailureLog:
                               kind=FailureKind.CUDA_ASSERT, timestamp=stamp)
             self._add(failure, "failure")
         elif isinstance(event, WorkerKilled):
-            raised = _RAISED_AS.match(text)  # `RuntimeError: DataLoader worker (pid N) is ...`
-            failure = Failure(raised[1] if raised else "",
-                              f"DataLoader worker killed: {event.signal}", event.line,
-                              event.line, event.rank, text=text,
+            failure = Failure(_raised_as(text), f"DataLoader worker killed: {event.signal}",
+                              event.line, event.line, event.rank, text=text,
                               kind=FailureKind.WORKER_KILLED, timestamp=stamp)
             self._add(failure, "cascade" if event.signal == "Aborted" else "failure")
         else:
             op = f" in {event.op.lower()}" if event.op else ""
-            raised = _RAISED_AS.match(text)
-            failure = Failure(raised[1] if raised else "", f"collective timed out{op}",
+            failure = Failure(_raised_as(text), f"collective timed out{op}",
                               event.line, event.line, event.rank, text=text,
                               kind=FailureKind.NCCL_TIMEOUT, timestamp=stamp)
             self._add(failure, "cascade")
@@ -220,6 +216,13 @@ def _typed_by_wrapper(failure: Failure, others: list[Failure]) -> Failure:
     old_style = _OLD_WRAPPED.match(above[-1].message)
     return replace(failure, exc_type=old_style[1] if old_style and old_style[1]
                    else above[-1].exc_type)
+
+
+def _raised_as(text: str) -> str:
+    """The exception type an event's line was raised as (`RuntimeError: [Rank 2] Watchdog
+    ...`, `RuntimeError: DataLoader worker (pid N) is killed ...`), or ""."""
+    raised = exception_at_start(text)
+    return raised[0] if raised else ""
 
 
 def _kill_role(event: ProcessKilled) -> str:

@@ -7,7 +7,6 @@ rule MR-ROOT-096 reads (diagnose itself never imports torch):
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from minrepro.diagnose.rootrule import API_DIR
 
@@ -18,21 +17,16 @@ _HEADER = """\
 """
 
 
-def tensor_attributes() -> list[str]:
-    import torch
-
-    return sorted({name for kind in (torch.Tensor, torch.nn.Parameter) for name in dir(kind)
-                   if not name.startswith("_")})
-
-
 def main() -> int:
     import torch
 
-    path = Path(API_DIR) / "tensor_api.txt"
+    names = sorted({name for kind in (torch.Tensor, torch.nn.Parameter) for name in dir(kind)
+                    if not name.startswith("_")})
+    path = API_DIR / "tensor_api.txt"
     version = torch.__version__.split("+")[0]
-    path.write_text(_HEADER.format(version=version) + "\n".join(tensor_attributes()) + "\n",
+    path.write_text(_HEADER.format(version=version) + "\n".join(names) + "\n",
                     encoding="utf-8")
-    print(f"{path}: {len(tensor_attributes())} names")
+    print(f"{path}: {len(names)} names")
     return 0
 
 

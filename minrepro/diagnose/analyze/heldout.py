@@ -92,7 +92,8 @@ def overfitting(state: CurveState) -> Finding | None:
 
 
 def _smoothed(values: list[float], half: int = 1) -> list[float]:
-    """A running median of three (2 * half + 1): one noisy evaluation is no best or worst."""
+    """A running median over 2 * half + 1 evaluations (three by default): one noisy
+    evaluation is no best or worst."""
     if len(values) < 5:
         return values
     return [median(values[max(0, i - half):i + half + 1]) for i in range(len(values))]

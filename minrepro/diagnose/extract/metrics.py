@@ -146,10 +146,10 @@ class MetricExtractor:
         if isinstance(parsed, list):
             self._columns = parsed
             return ()
+        if isinstance(parsed, float):  # an epoch header: the records under it are of it
+            self._epoch = parsed
+            return ()
         if parsed is _NO_RECORD:
-            header = _EPOCH_HEADER.match(text) if "poch" in text or "POCH" in text else None
-            if header:
-                self._epoch = float(header[1])
             return ()
         assert isinstance(parsed, MetricRecord)
         values = parsed.values
@@ -181,22 +181,27 @@ class MetricExtractor:
 #: the run was given, not measured (a loss_scale of 0 there means "dynamic").
 _SETTINGS_DUMP = lazy(r"^\s*(?:\[[^\]]*\]\s*)*[A-Za-z_][\w.-]* \.{4,} \S")
 _NO_RECORD = object()
-#: What a line's text alone says (a table's header, a record, or nothing), by text: progress
-#: bars and repeated lines are parsed once per process (a triage worker sees many logs).
+#: What a line's text alone says (a table's header, a record, an epoch header, or nothing), by
+#: text: progress bars and repeated lines are parsed once per process (a triage worker sees
+#: many logs).
 _PARSED: dict[str, object] = {}
 _PARSED_LINES = 8192
 _NO_LINE = Line(line=0, text="")
 
 
 def _parse_line(text: str) -> object:
-    """A table's column names, a MetricRecord (line 0, no rank) or _NO_RECORD."""
+    """A table's column names, a MetricRecord (line 0, no rank), the epoch an epoch header
+    announces (a float) or _NO_RECORD."""
     if not _may_hold_metrics(text) or _SETTINGS_DUMP.search(text):
         return _NO_RECORD
     columns = _table_header(text)
     if columns is not None:
         return columns
     record = parse_metrics(text, _NO_LINE)
-    return _NO_RECORD if record is None else record
+    if record is not None:
+        return record
+    header = _EPOCH_HEADER.match(text) if "poch" in text or "POCH" in text else None
+    return float(header[1]) if header else _NO_RECORD
 
 
 def _cells(text: str) -> list[str]:
