@@ -306,6 +306,41 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
         exc="huggingface_hub.utils._errors.GatedRepoError: 401 Client Error. Cannot access "
             "gated repo for url https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/"
             "config.json."), "config"),
+    # a one-cycle schedule stepped past the steps it was built for: the run's settings
+    (tb(USER, ("/env/lib/python3.8/site-packages/torch/optim/lr_scheduler.py", "get_lr",
+               'raise ValueError("Tried to step {} times. The specified number of total steps '
+               'is {}"'), exc="ValueError: Tried to step 100002 times. The specified number of "
+                              "total steps is 100000"), "config"),
+    # a resume pointed at a checkpoint folder that does not hold one
+    (tb(USER, ("/env/lib/python3.10/site-packages/transformers/integrations/deepspeed.py",
+               "deepspeed_load_checkpoint",
+               'raise ValueError(f"[deepspeed] failed to resume from checkpoint '
+               '{checkpoint_path}")'),
+        exc="ValueError: [deepspeed] failed to resume from checkpoint /ckpt/run/checkpoint-5439"),
+     "config"),
+    # two ranks on one GPU: how the job was launched
+    (tb(USER, exc="torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/"
+                  "c10d/ProcessGroupNCCL.cpp:1275, internal error, NCCL version 2.14.3\n"
+                  "ncclInternalError: Internal check failed.\nLast error:\nDuplicate GPU "
+                  "detected : rank 5 and rank 0 both on CUDA device f5000"), "config"),
+    # THC's device-side assert (cudaErrorAssert, 59) is a kernel's index check, no CUDA install
+    (tb(USER, exc="RuntimeError: cuda runtime error (59) : device-side assert triggered at "
+                  "/pytorch/aten/src/THC/generic/THCTensorMath.cu:24"), "data"),
+    (tb(USER, exc="RuntimeError: cuda runtime error (35) : CUDA driver version is "
+                  "insufficient for CUDA runtime version at torch/csrc/cuda/Module.cpp:51"),
+     "environment"),
+    # a version check that quotes the package (transformers' Trainer asking for accelerate)
+    (tb(USER, ("/env/lib/python3.10/site-packages/transformers/training_args.py",
+               "_setup_devices", "raise ImportError("),
+        exc="ImportError: Using the `Trainer` with `PyTorch` requires `accelerate>=0.20.1`: "
+            "Please run `pip install transformers[torch]` or `pip install accelerate -U`"),
+     "environment"),
+    (tb(USER, ("/env/lib/python3.10/site-packages/transformers/models/auto/"
+               "configuration_auto.py", "from_pretrained", "raise ValueError("),
+        exc="ValueError: The checkpoint you are trying to load has model type `qwen2` but "
+            "Transformers does not recognize this architecture. This could be because of an "
+            "issue with the checkpoint, or because your version of Transformers is out of "
+            "date."), "environment"),
 ])
 def test_root_from_where_it_was_raised(log: str, root: str) -> None:
     diagnosis = diagnose(log)

@@ -95,7 +95,9 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "Install the version the code was written for, or port the code to the new API.",
              message=r"(?i)no longer supported|has been removed|was removed in|"
                      r"invalid index of a 0-dim tensor|"
-                     r"is deprecated and (?:will be )?removed|requires \w+ ?[<>=]=? ?\d|"
+                     r"is deprecated and (?:will be )?removed|requires [`'\"]?[\w-]+ ?[<>=]=? ?\d|"
+                     # a model type newer than the installed transformers
+                     r"Transformers does not recognize this architecture|"
                      # a repo's own version check: `MMCV==1.3.1 is used but incompatible`
                      r"is used but incompatible|please install [\w.-]+ ?[<>=]="),
     RootRule("MR-ROOT-016", E, "An installed module lacks an attribute the code uses",
@@ -137,7 +139,8 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "Check that the torch build fits the driver and GPU (python -m "
              "torch.utils.collect_env); try CUDNN off (torch.backends.cudnn.enabled = False) "
              "to confirm, then reinstall a matching build.",
-             message=r"cuda runtime error \(\d+\)|CUDNN_STATUS_\w+|cuDNN error|"
+             # error 59 is cudaErrorAssert: a kernel's assert on an index (MR-ROOT-023)
+             message=r"cuda runtime error \((?!59\))\d+\)|CUDNN_STATUS_\w+|cuDNN error|"
                      r"CUBLAS_STATUS_(?:NOT_INITIALIZED|EXECUTION_FAILED|INTERNAL_ERROR|"
                      r"NOT_SUPPORTED)|CUDA-capable devices? (?:are|is/are) busy|"
                      r"invalid device function|no CUDA GPUs are available|"

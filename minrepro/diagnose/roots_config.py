@@ -130,7 +130,8 @@ CONFIG_RULES: tuple[RootRule, ...] = (
     RootRule("MR-ROOT-063", C, "The checkpoint to resume from or load is not where the run "
              "looks", "Point the resume / checkpoint setting at an existing checkpoint folder "
              "(one holding the weights and trainer state), or leave it unset to start fresh.",
-             message=r"(?i)can't find a valid checkpoint|no (?:valid )?checkpoints? (?:found|"
+             message=r"(?i)can't find a valid checkpoint|failed to resume from checkpoint|"
+                     r"no (?:valid )?checkpoints? (?:found|"
                      r"exists?)|checkpoint[^\n]{0,60}(?:not found|does not exist)"),
     RootRule("MR-ROOT-064", C, "The run records its git commit but is not run from inside "
              "a git checkout", "Run from the repository's clone (not a copied or downloaded "
@@ -157,7 +158,14 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              "Give each rank its own GPU (torch.cuda.set_device(local_rank) before "
              "init_process_group; one process a GPU), and make every rank call the same "
              "collectives in the same order.",
-             message=r"ncclInvalidUsage|NCCL error[^\n]*invalid usage"),
+             # two ranks on one GPU: NCCL's own check of the same misuse
+             message=r"ncclInvalidUsage|NCCL error[^\n]*invalid usage|Duplicate GPU detected"),
+    # a one-cycle schedule built for fewer steps than the loop takes (epochs, accumulation)
+    RootRule("MR-ROOT-097", C, "The learning-rate schedule was built for fewer steps than the "
+             "run takes", "Build the scheduler with the steps the loop really takes "
+             "(OneCycleLR(total_steps=epochs * len(loader) // accumulation), counting a "
+             "resume), or stop stepping it at its end.", types=("ValueError",),
+             message=r"Tried to step \d+ times?\. The specified number of total steps is \d+"),
     RootRule("MR-ROOT-052", C, "DDP saw a parameter's gradient twice in one step "
              "(reentrant checkpointing or shared weights with unused-parameter detection)",
              "Use non-reentrant gradient checkpointing (gradient_checkpointing_kwargs="
