@@ -376,3 +376,31 @@ def test_a_tensor_ops_root_reads_its_message_not_the_warnings_printed_after_it()
            'destroy_process_group() was not called (see https://pytorch.org/docs/stable/'
            'distributed.html#shutdown)\n')
     assert diagnose(log).root.value == "code"
+
+
+CONDA_BANNER = ("CommandNotFoundError: Your shell has not been properly configured to use "
+                "'conda activate'.\nTo initialize your shell, run\n\n    $ conda init "
+                "<SHELL_NAME>\n\n")
+
+
+def test_condas_shell_error_at_the_top_of_a_job_is_not_its_failure() -> None:
+    log = CONDA_BANNER + "epoch 1 loss 0.91\n" + traceback(
+        "ValueError: Input contains NaN, infinity or a value too large for dtype('float64').",
+        "src/cv.py", "/env/lib/python3.8/site-packages/sklearn/metrics/_regression.py")
+    assert diagnose(log).failure.exc_type == "ValueError"
+    killed = diagnose(CONDA_BANNER + "epoch 1 loss 0.91\nslurmstepd: error: *** JOB 42 ON n1 "
+                      "CANCELLED AT 2024-03-01T10:00:00 DUE TO TIME LIMIT ***\n")
+    assert killed.failure is not None and killed.failure.exc_type == ""
+    assert "TIME LIMIT" in killed.failure.message
+    # alone, it is still what the log shows
+    assert diagnose(CONDA_BANNER).failure.exc_type == "CommandNotFoundError"
+
+
+def test_a_bare_exception_line_gives_way_to_one_printed_with_its_traceback() -> None:
+    # a logger's copy of an error, then the traceback of the one that ended the run
+    log = ("KeyError: 'label'\nepoch 2 loss 0.50\n"
+           + traceback("RuntimeError: shape '[64, 10]' is invalid for input of size 320",
+                       "train.py"))
+    failure = diagnose(log).failure
+    assert failure is not None and failure.exc_type == "RuntimeError" and failure.frames
+    assert diagnose("KeyError: 'label'\n").failure.exc_type == "KeyError"

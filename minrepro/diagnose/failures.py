@@ -49,6 +49,9 @@ _CASCADE_TEXT = lazy(
     r"another rank|other ranks? (?:failed|exited)|terminate called", re.IGNORECASE)
 _LAUNCHER = ("ChildFailedError", "ProcessRaisedException", "ProcessExitedException")
 _INTERRUPTS = ("KeyboardInterrupt",)
+# errors a shell tool prints before the job runs (conda's `conda activate` outside an
+# initialised shell): the job goes on in another environment, and fails, if it does, later
+_SHELL_TOOLS = ("CommandNotFoundError",)
 _ARGPARSE = lazy(r"unrecognized arguments|arguments are required|invalid choice")
 _ROOT_RANK = lazy(r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(\d+)",
                         re.DOTALL)
@@ -81,6 +84,8 @@ class FailureLog:
             if found:
                 self.root_rank = int(found[1])
             role = "wrapper"
+        elif short in _SHELL_TOOLS and not tb.frames:
+            role = "cascade"  # taken only where nothing else is found
         elif _WRAPPED.search(text.splitlines()[0] if text else "") or _OLD_WRAPPED.match(text):
             role = "wrapper"  # its original traceback is printed next
         elif (self._chained.get(tb.rank) or "Exception ignored in" in before
@@ -170,6 +175,10 @@ class FailureLog:
         # A traceback cut before its exception line (ranks printing over each other) is a
         # failure only when nothing whole is found.
         whole = [f for f in failures if f.exc_type or f.kind is not FailureKind.EXCEPTION]
+        # A bare `Type: message` line (a shell's or a logger's: conda's CommandNotFoundError
+        # at the top of a job) gives way to an exception printed with its traceback.
+        if any(_traced(f) for f in whole):
+            whole = [f for f in whole if f.kind is not FailureKind.EXCEPTION or _traced(f)]
         failures = whole + [f for f in failures if f not in whole] if whole else failures
         others = [c.failure for c in self.candidates if c.role != "failure"]
         if self.root_rank is not None and any(f.rank == self.root_rank for f in failures):
@@ -194,6 +203,11 @@ class FailureLog:
         rest = [f for f in failures + others if f is not first]
         rest.sort(key=lambda f: f.first_line)
         return _typed_by_wrapper(first, others), tuple(rest[:MAX_CASCADE]), bool(failures)
+
+
+def _traced(failure: Failure) -> bool:
+    return failure.kind is FailureKind.EXCEPTION and (
+        bool(failure.frames) or failure.first_line < failure.line)
 
 
 def _in_thread(tb: Traceback, before: str) -> bool:
