@@ -120,6 +120,19 @@ def resumed_on_its_plateau(seed: int) -> list[str]:
             for i in range(0, 496, 8)]
 
 
+def per_sample_losses(seed: int, batches: int = 80) -> list[str]:
+    """Batch size 1 (crowd counting, detection): each logged loss is one sample's, scattered
+    over two orders of magnitude (0.3 ... 100) around a level that does not move."""
+    rng = random.Random(seed)
+    rows, total = [], 0.0
+    for i in range(batches):
+        value = rng.lognormvariate(1.2, 1.1)
+        total += value
+        rows.append(f"Epoch [18][{i}/4804] Time/b 1.52 (1.50) Loss {value:.4f} "
+                    f"({total / (i + 1):.3f})")
+    return rows
+
+
 HEALTHY = {
     "imagenet": imagenet_style,
     "imagenet-val-loss-up-acc-up": lambda s: imagenet_style(s, eval_rise=True),
@@ -128,6 +141,7 @@ HEALTHY = {
     "gan": gan_style,
     "appended-runs": appended_runs,
     "resumed-plateau": resumed_on_its_plateau,
+    "per-sample-losses": per_sample_losses,
 }
 
 
@@ -164,6 +178,14 @@ def test_a_loss_that_climbs_back_and_stays(seed: int) -> None:
     rng = random.Random(seed)
     rows = [f"step {s} | loss {healthy_loss(s, 2000, rng) * (1 if s < 1200 else 10):.4f} | "
             f"lr 0.1" for s in range(0, 2000, 10)]
+    assert diagnose(rows).cause == "lr_divergence"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_loss_that_got_worse_than_it_began_over_its_noise(seed: int) -> None:
+    rng = random.Random(seed)
+    rows = [f"step {i} loss {2.3 + 1.2 * i / 100 + rng.gauss(0, 0.1):.4f} lr 0.1"
+            for i in range(100)]
     assert diagnose(rows).cause == "lr_divergence"
 
 
