@@ -422,6 +422,9 @@ def test_a_nan_that_stays_or_comes_under_mixed_precision_is_not_a_bad_batch(log:
 @pytest.mark.parametrize(("accuracy", "found"), [
     # it learned a little, then lost it while the held-out loss climbed: overfitting
     ((44.0, 46.5, 48.0, 49.4, 49.6, 49.2, 48.6, 48.0, 47.1, 46.6, 45.9, 45.5), True),
+    # a small task's accuracy: up 4.6 points, then down 1 while the held-out loss climbed
+    ((0.717, 0.7588, 0.7628, 0.763, 0.7548, 0.7524, 0.751, 0.749, 0.748, 0.747, 0.745, 0.744),
+     True),
     # never moved at all: the held-out metric never fit (labels, the eval set)
     ((10.0, 10.1, 10.0, 9.9, 10.0, 10.1, 10.0, 10.0, 9.9, 10.0, 10.1, 10.0), False),
 ])

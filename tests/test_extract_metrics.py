@@ -97,6 +97,12 @@ CASES = [
     ("timing_only",  # a data-loading stall reported without a loss (a GitHub issue's log)
      "load_data_time: 19.6173, train_step_time: 0.686", {"data_time": 19.6173,
                                                           "batch_time": 0.686}, None),
+    ("keras_val_dot_loss",  # Keras 0.x with a custom callback: `val. loss`
+     "5823/5823 [==============================] - 322s - loss: 678.7651 - val. loss: 91479.6172",
+     {"loss": 678.7651, "eval_loss": 91479.6172}, 5823),
+    ("chainer_reporter_table_names",  # Chainer's PrintReport columns are reporter keys
+     "epoch 3 main/loss 2.30256 validation/main/loss 2.30259 main/accuracy 0.099968",
+     {"loss": 2.30256, "eval_loss": 2.30259, "accuracy": 0.099968}, None),
 ]
 
 

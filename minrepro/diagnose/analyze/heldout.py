@@ -84,7 +84,7 @@ def overfitting(state: CurveState) -> Finding | None:
     if still_improving(state, evals[best].line):
         return None  # the held-out loss rises, but the model still gets better at the task
     worse = _quality_got_worse(state)
-    if state.quality() and not quality_improved(state) and not _quality_got_worse(
+    if state.quality() and not quality_improved(state, margin=FELL) and not _quality_got_worse(
             state, margin=FELL):
         return None  # the held-out metric never moved: it never fit (labels? the eval set?)
     return finding(checks.EVAL_LOSS_RISES, 0.8 if worse else 0.7, [evals[best], evals[-1]],

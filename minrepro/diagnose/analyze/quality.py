@@ -7,9 +7,10 @@ from minrepro.diagnose.analyze.curvestate import CurveState
 from minrepro.diagnose.analyze.trends import better_at_end, improved
 
 
-def quality_improved(state: CurveState) -> bool:
-    """A held-out quality metric (mAP, BLEU, ...) got better over the run by 5 % of its scale."""
-    return any(improved(series.values(), direction, margin=0.05)
+def quality_improved(state: CurveState, margin: float = 0.05) -> bool:
+    """A held-out quality metric (mAP, BLEU, ...) got better over the run by `margin` of its
+    scale (5 % by default)."""
+    return any(improved(series.values(), direction, margin=margin)
                for _, direction, series in state.quality())
 
 

@@ -3,9 +3,10 @@
     loss           loss, losses, train_loss, training_loss, total_loss, loss_total, closs,
                    lm_loss, tr_loss, reduced_train_loss, train_loss_step, avg_loss, loss_avg,
                    batch_loss, iter_loss, step_loss, running_loss, epoch_loss, mean_loss,
-                   average_loss, average_train_loss, avg_train_loss, mean_train_loss
+                   average_loss, average_train_loss, avg_train_loss, mean_train_loss,
+                   main/loss (Chainer)
     eval_loss      eval_loss, val_loss, valid_loss, validation_loss, test_loss, loss_val
-                   (mmdet), total_val_loss
+                   (mmdet), total_val_loss, val. loss, validation/main/loss (Chainer)
     learning_rate  lr, learning_rate, current_lr, cur_lr, lr_adam, lr_adamw, lr_sgd
     grad_norm      grad_norm, gnorm, gradient_norm, total_norm
     accuracy       acc, accuracy, train_acc, acc1, acc@1, accuracy@1, prec@1, top1, top1_acc
@@ -33,13 +34,14 @@ ALIASES: dict[str, str] = {
                      "train_lm_loss", "iter_loss",
                      "batch_loss", "step_loss", "running_loss", "epoch_loss", "mean_loss",
                      "average_loss", "average_train_loss", "avg_train_loss", "mean_train_loss",
-                     "train_epoch_loss", "training_batch_loss", "train_batch_loss"), "loss"),
+                     "train_epoch_loss", "training_batch_loss", "train_batch_loss",
+                     "main_loss"), "loss"),  # Chainer's reporter: main/loss
     **dict.fromkeys(("lr", "learning_rate", "current_lr", "cur_lr", "lr_adam", "lr_adamw",
                      "lr_sgd"), "learning_rate"),
     **dict.fromkeys(("grad_norm", "gnorm", "gradient_norm", "total_norm"), "grad_norm"),
     **dict.fromkeys(("acc", "accuracy", "train_acc", "train_accuracy", "acc1", "acc@1",
                      "accuracy@1", "prec@1", "top1", "top1_acc", "iter_acc", "batch_acc",
-                     "top_1_accuracy", "top1_accuracy"), "accuracy"),
+                     "top_1_accuracy", "top1_accuracy", "main_accuracy"), "accuracy"),
     "epoch": "epoch",
     **dict.fromkeys(("data", "data_time", "dataloadingtime", "data_loading_time",
                      "load_data_time", "data_load_time", "dataload_time"), "data_time"),
@@ -76,7 +78,8 @@ _QUALITY_DOWN = lazy(r"epe|wer|cer|ppl|perplexity|fid|error|err|mae|rmse|ter")
 
 
 def clean(key: str) -> str:
-    return key.strip().lower().replace(" ", "_").replace("/", "_").replace("-", "_")
+    return (key.strip().lower().replace(". ", " ").replace(" ", "_").replace("/", "_")
+            .replace("-", "_"))
 
 
 def normalise(key: str) -> str | None:

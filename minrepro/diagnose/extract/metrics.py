@@ -55,7 +55,7 @@ _MULTIWORD = ("max mem|lm loss|learning rate|grad norm|loss scale|val loss|eval 
 _QUALIFIED = ("(?:(?:batch|epoch|step|iter|train|training|val|valid|validation|test|eval"
               "|initial|final|best|min|lowest"
               "|average|avg|mean|running|total|discriminator|generator|critic|actor"
-              "|reconstruction|adversarial|content|style|perceptual|contrastive) )+"
+              "|reconstruction|adversarial|content|style|perceptual|contrastive)\\.? )+"
               "(?:loss|acc|accuracy)")
 #: `key: value`, `key=value`, `key value`; the value must end the token (not `0.23.ckpt`,
 #: `1:52:15`, `4846/12331`, `2017-06`). `(?:\s*[:=]\s*|\s+)`, not `\s*(?:[:=]\s*|\s+)`: the
