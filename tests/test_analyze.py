@@ -129,6 +129,17 @@ def test_perfect_training_accuracy_at_once_is_a_collapse_learned_to_is_a_fit() -
     assert "single_class_labels" not in curve(learned)
 
 
+def test_three_pasted_records_perfect_from_the_second_are_a_collapse() -> None:
+    # a Keras paste whose labels all parsed as 0: 99 % then 100 % at a loss of 1e-9
+    pasted = [{"loss": 0.0116, "accuracy": 0.9904}, {"loss": 5.7853e-09, "accuracy": 1.0},
+              {"loss": 5.7422e-09, "accuracy": 1.0}]
+    assert "single_class_labels" in curve(pasted)
+    # the same accuracy at a loss a real fit reaches is no collapse
+    fitted = [{"loss": 0.0116, "accuracy": 0.9904}, {"loss": 0.004, "accuracy": 1.0},
+              {"loss": 0.003, "accuracy": 1.0}]
+    assert "single_class_labels" not in curve(fitted)
+
+
 def test_train_falls_while_eval_rises_is_overfitting() -> None:
     rows = []
     for epoch, (train, held) in enumerate(zip((1.0, 0.7, 0.5, 0.35, 0.25, 0.18),

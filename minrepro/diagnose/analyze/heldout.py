@@ -29,10 +29,12 @@ def collapse(state: CurveState) -> Finding | None:
     accuracy = state.main("accuracy").points()
     # perfect at once (by the third record) and from then on: a model that learned its way
     # to 100 % training accuracy (a few-shot run, a small set) has fitted its data instead
+    # (a pasted snippet may hold three records: the losses since the first perfect one)
     at = next((i for i, p in enumerate(accuracy) if p.value in (1.0, 100.0)), len(accuracy))
+    since = [p for p in loss if at < len(accuracy) and p.line >= accuracy[at].line][-3:]
     perfect = (len(accuracy) >= 3 and at <= 2
                and all(p.value in (1.0, 100.0) for p in accuracy[at:])
-               and all(p.value <= 1e-4 for p in loss[-3:]))
+               and len(since) >= 2 and all(p.value <= 1e-4 for p in since))
     if not (always_zero or perfect or (collapsed and at_chance is not None)):
         return None
     params: dict[str, int] = {}
