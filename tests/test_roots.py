@@ -306,6 +306,11 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
         exc="huggingface_hub.utils._errors.GatedRepoError: 401 Client Error. Cannot access "
             "gated repo for url https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/"
             "config.json."), "config"),
+    # FSDP told to wrap a block class the model lacks: the accelerate config
+    (tb(USER, ("/env/lib/python3.10/site-packages/accelerate/utils/dataclasses.py",
+               "set_auto_wrap_policy", "raise Exception("),
+        exc="Exception: Could not find the transformer layer class to wrap in the model."),
+     "config"),
     # a one-cycle schedule stepped past the steps it was built for: the run's settings
     (tb(USER, ("/env/lib/python3.8/site-packages/torch/optim/lr_scheduler.py", "get_lr",
                'raise ValueError("Tried to step {} times. The specified number of total steps '

@@ -160,6 +160,12 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              "collectives in the same order.",
              # two ranks on one GPU: NCCL's own check of the same misuse
              message=r"ncclInvalidUsage|NCCL error[^\n]*invalid usage|Duplicate GPU detected"),
+    # accelerate / HF FSDP auto-wrap told a block class name the model does not have
+    RootRule("MR-ROOT-098", C, "FSDP was told to wrap a layer class the model does not have",
+             "Set fsdp_transformer_layer_cls_to_wrap (accelerate config, or the Trainer's "
+             "fsdp_config) to the model's block class (LlamaDecoderLayer, T5Block, ...: "
+             "print(model) shows it), or wrap by size instead.",
+             message=r"Could not find the transformer layer class to wrap"),
     # a one-cycle schedule built for fewer steps than the loop takes (epochs, accumulation)
     RootRule("MR-ROOT-097", C, "The learning-rate schedule was built for fewer steps than the "
              "run takes", "Build the scheduler with the steps the loop really takes "
