@@ -306,6 +306,18 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
         exc="huggingface_hub.utils._errors.GatedRepoError: 401 Client Error. Cannot access "
             "gated repo for url https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/"
             "config.json."), "config"),
+    # more GPUs asked for than the job got: its settings; none visible at all: the install
+    (tb(USER, ("/srv/FrameDiff/experiments/train_se3_diffusion.py", "start_training",
+               'raise ValueError(f"require {n} GPUs, but only {m} GPUs available ")'),
+        exc="ValueError: require 2 GPUs, but only 1 GPUs available "), "config"),
+    (tb(USER, ("/env/lib/python3.8/site-packages/pytorch_lightning/utilities/device_parser.py",
+               "_sanitize_gpu_ids", "raise MisconfigurationException("),
+        exc="pytorch_lightning.utilities.exceptions.MisconfigurationException: You requested "
+            "gpu: [0, 1, 2, 3]\n But your machine only has: [0]"), "config"),
+    (tb(USER, ("/env/lib/python3.8/site-packages/pytorch_lightning/utilities/device_parser.py",
+               "_sanitize_gpu_ids", "raise MisconfigurationException("),
+        exc="pytorch_lightning.utilities.exceptions.MisconfigurationException: You requested "
+            "GPUs: [0]\n But your machine only has: []"), "environment"),
     # FSDP told to wrap a block class the model lacks: the accelerate config
     (tb(USER, ("/env/lib/python3.10/site-packages/accelerate/utils/dataclasses.py",
                "set_auto_wrap_policy", "raise Exception("),

@@ -144,6 +144,7 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
                      r"CUBLAS_STATUS_(?:NOT_INITIALIZED|EXECUTION_FAILED|INTERNAL_ERROR|"
                      r"NOT_SUPPORTED)|CUDA-capable devices? (?:are|is/are) busy|"
                      r"invalid device function|no CUDA GPUs are available|"
+                     r"But your machine only has: \[\]|"
                      r"CUDA driver initialization failed|CUDA error: (?:initialization error|"
                      r"CUDA-capable device|operation not supported)"),
     # SIGBUS (exit -7): a memory-mapped page that cannot be backed, most often a container's

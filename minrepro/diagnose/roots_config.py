@@ -160,6 +160,14 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              "collectives in the same order.",
              # two ranks on one GPU: NCCL's own check of the same misuse
              message=r"ncclInvalidUsage|NCCL error[^\n]*invalid usage|Duplicate GPU detected"),
+    # more GPUs asked for than the job was given (none at all is the install's: MR-ROOT-008)
+    RootRule("MR-ROOT-099", C, "The job asks for more GPUs than it was given",
+             "Ask for as many GPUs as the job gets (--gpus / devices / num_gpus in the "
+             "config), or request more from the scheduler (--gres=gpu:N) and check "
+             "CUDA_VISIBLE_DEVICES.",
+             message=r"You requested gpus?: [^\n]{0,60}\s*But your machine only has: \[\d|"
+                     r"(?i:\brequires? \d+ GPUs?,? but only [1-9]\d* GPUs?(?: are| is)? "
+                     r"available)"),
     # accelerate / HF FSDP auto-wrap told a block class name the model does not have
     RootRule("MR-ROOT-098", C, "FSDP was told to wrap a layer class the model does not have",
              "Set fsdp_transformer_layer_cls_to_wrap (accelerate config, or the Trainer's "
