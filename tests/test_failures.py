@@ -235,6 +235,15 @@ def test_root_rules_have_stable_unique_ids() -> None:
     assert len(ids) == len(set(ids)) and all(ID.fullmatch(i) for i in ids)
 
 
+def test_every_root_rules_patterns_compile() -> None:
+    """A pattern that does not compile fails every log the rules reach (a flag set mid-way)."""
+    import re
+
+    for rule in ROOT_RULES:
+        for pattern in (rule.message, rule.unless, rule.function):
+            re.compile(pattern)
+
+
 def test_json_contract_and_exit_status_of_a_root_only_answer() -> None:
     log = SAMPLES / "root_data__corrupt_jsonl.log"
     done = subprocess.run([sys.executable, "-m", "minrepro", "diagnose", str(log), "--json"],
