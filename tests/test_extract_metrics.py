@@ -103,6 +103,9 @@ CASES = [
     ("chainer_reporter_table_names",  # Chainer's PrintReport columns are reporter keys
      "epoch 3 main/loss 2.30256 validation/main/loss 2.30259 main/accuracy 0.099968",
      {"loss": 2.30256, "eval_loss": 2.30259, "accuracy": 0.099968}, None),
+    ("train_and_held_out_accuracy_in_one_line",  # a loguru line: the first is the training's
+     "2019-11-22 15:36:56.690 | INFO | train:91 - train_acc=0.991, val_acc=0.500, test_acc=0.533",
+     {"accuracy": 0.991, "eval_accuracy": 0.5}, None),
 ]
 
 

@@ -87,6 +87,7 @@ _EVAL_MARK = lazy(
     r"set|results?|step|iter)\b",
     re.IGNORECASE)
 #: Words of a training record, which end an evaluation block.
+_TRAIN_QUALITY = lazy(r"(?i)\btrain(?:ing)?[_ ]?(?:acc|accuracy|top-?1|prec)")
 _TRAIN_MARK = lazy(r"(?i)\b(?:train\w*|epoch|iter\w*|step)\b|\d+%\|")
 EVAL_BLOCK_LINES = 20
 #: What a series key masks: numbers, durations and progress bars vary from line to line.
@@ -272,7 +273,8 @@ def _is_eval(record: MetricRecord, text: str, first_value: int) -> bool:
         return True
     names = [name for name, _ in record.values if name.removesuffix("_avg") not in _SECONDARY]
     return any(n.startswith("eval_") for n in names) and not any(
-        "loss" in n and not n.startswith("eval_") for n in names)
+        "loss" in n and not n.startswith("eval_") for n in names) and not _TRAIN_QUALITY.search(
+        text, first_value)  # `train_acc=0.299, val_acc=0.494`: the first is the training's
 
 
 def parse_metrics(text: str, line: Line) -> MetricRecord | None:
