@@ -306,6 +306,9 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
         exc="huggingface_hub.utils._errors.GatedRepoError: 401 Client Error. Cannot access "
             "gated repo for url https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/"
             "config.json."), "config"),
+    # a breakpoint left in the code: the job stopped in pdb and quit
+    (tb(USER, ("/env/lib/python3.8/bdb.py", "dispatch_line", "if self.quitting: raise BdbQuit"),
+        exc="bdb.BdbQuit"), "code"),
     # more GPUs asked for than the job got: its settings; none visible at all: the install
     (tb(USER, ("/srv/FrameDiff/experiments/train_se3_diffusion.py", "start_training",
                'raise ValueError(f"require {n} GPUs, but only {m} GPUs available ")'),

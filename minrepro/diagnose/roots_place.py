@@ -76,6 +76,11 @@ PLACE_RULES: tuple[RootRule, ...] = (
              "this code path (a bug in the library)", "Report it to the library with the "
              "settings that take this path; install the release before the change, or set the "
              "option that path needs.", types=("UnboundLocalError",), raised_in=LIBRARY),
+    # pdb's quit out of a breakpoint the code still holds (`breakpoint()`, `pdb.set_trace()`)
+    RootRule("MR-ROOT-100", K, "The run stopped in the debugger: a breakpoint left in the code",
+             "Remove the breakpoint() / pdb.set_trace() from the code (or run with "
+             "PYTHONBREAKPOINT=0) so an unattended job does not stop in the debugger.",
+             types=("BdbQuit",)),
     RootRule("MR-ROOT-042", K, "The code does not run as written (a name or syntax error)",
              "Read the line the error names: a typo, a missing import, or code for another "
              "Python.", types=("NameError", "UnboundLocalError", "SyntaxError",

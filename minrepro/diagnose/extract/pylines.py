@@ -21,8 +21,11 @@ CONTEXT_SEPARATOR = "During handling of the above exception"
 #: torch.distributed.elastic.multiprocessing.errors.ChildFailedError, KeyboardInterrupt ...
 #: Warnings are not exceptions here: a UserWarning is not a failure.
 #: A bare `Error` only qualified (`gym.error.Error`): unqualified, "Error:" opens log lines.
+#: Some stdlib names end otherwise: a debugger quit (`bdb.BdbQuit`), a child's timeout
+#: (`subprocess.TimeoutExpired`), a queue read that timed out (`_queue.Empty`: a DataLoader's).
 _NAME = (r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)"
-         r"|Exception|StopIteration|StopAsyncIteration)|(?:[A-Za-z_]\w*\.)+Error")
+         r"|Exception|StopIteration|StopAsyncIteration|BdbQuit|TimeoutExpired)"
+         r"|(?:[A-Za-z_]\w*\.)+(?:Error|Empty|Full)")
 
 _MARKDOWN_LEAD = " \t>*_#`"
 _MARKDOWN_TRAIL = " \t*_`"
