@@ -413,3 +413,44 @@ def test_a_bare_exception_line_gives_way_to_one_printed_with_its_traceback() -> 
     failure = diagnose(log).failure
     assert failure is not None and failure.exc_type == "RuntimeError" and failure.frames
     assert diagnose("KeyError: 'label'\n").failure.exc_type == "KeyError"
+
+
+DYNAMO_WARNING = (
+    "[2023-11-29 11:04:57,788] torch._dynamo.convert_frame: [WARNING] WON'T CONVERT message "
+    "/srv/PaiNN.py line 53\n"
+    "[2023-11-29 11:04:57,788] torch._dynamo.convert_frame: [WARNING] Traceback (most recent "
+    "call last):\n"
+    '[2023-11-29 11:04:57,788] torch._dynamo.convert_frame: [WARNING]   File "/env/lib/python3.10'
+    '/site-packages/torch/_dynamo/convert_frame.py", line 324, in _compile\n'
+    "[2023-11-29 11:04:57,788] torch._dynamo.convert_frame: [WARNING] FileNotFoundError: "
+    "[Errno 2] No such file or directory: 'ldconfig'\n")
+
+
+def test_a_traceback_a_logger_printed_as_a_warning_is_not_the_failure() -> None:
+    log = DYNAMO_WARNING + "epoch 1 loss 0.52\n" + traceback(
+        "RuntimeError: shape '[64, 10]' is invalid for input of size 320", "train.py")
+    assert diagnose(log).failure.exc_type == "RuntimeError"
+
+
+def test_lsfs_report_above_the_output_names_the_run_time_limit() -> None:
+    # LSF writes its job report (the TERM_* reason) above what the job printed
+    log = ("Sender: LSF System <lsfadmin@n-62-20-1>\nSubject: Job 19440563: <train> Exited\n"
+           "TERM_RUNLIMIT: job killed after reaching LSF run time limit.\n"
+           "Exited with exit code 140.\n\nThe output (if any) follows:\n\n" + DYNAMO_WARNING
+           + "".join(f"epoch {e} loss {1 / (e + 1):.3f}\n" for e in range(40)))
+    diagnosis = diagnose(log)
+    assert diagnosis.failure is not None and "TERM_RUNLIMIT" in diagnosis.failure.message
+    assert diagnosis.root is not None and diagnosis.root.value == "config"
+
+
+@pytest.mark.parametrize(("text", "how"), [
+    ("TERM_RUNLIMIT: job killed after reaching LSF run time limit.", "scheduler"),
+    ("TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.", "oom"),
+    ("=>> PBS: job killed: walltime 86412 exceeded limit 86400", "scheduler"),
+    ("=>> PBS: job killed: mem 33554432kb exceeded limit 33554432kb", "oom"),
+])
+def test_lsf_and_pbs_stop_a_job_at_its_limits(text: str, how: str) -> None:
+    from minrepro.diagnose.extract.kills import KillExtractor
+
+    found = KillExtractor().feed(Line(line=3, text=text, rank=None))
+    assert [event.how for event in found] == [how]

@@ -52,6 +52,11 @@ _INTERRUPTS = ("KeyboardInterrupt",)
 # errors a shell tool prints before the job runs (conda's `conda activate` outside an
 # initialised shell): the job goes on in another environment, and fails, if it does, later
 _SHELL_TOOLS = ("CommandNotFoundError",)
+# LSF's job report (its TERM_* reason) and PBS's are written above the job's output
+_REPORTED_FIRST = lazy(r"TERM_RUNLIMIT|TERM_MEMLIMIT|PBS: job killed")
+# a logger's WARNING level before the traceback's first line or the exception's own line
+_WARNED = lazy(r"(?:\[WARN(?:ING)?\]|\bWARN(?:ING)?\b\s*[:\]-]|^W\d{4} \d\d:\d\d)"
+               r".*?(?:Traceback \(most recent call last\)|\b[A-Za-z_][\w.]*(?:Error|Exception)\b)")
 _ARGPARSE = lazy(r"unrecognized arguments|arguments are required|invalid choice")
 _ROOT_RANK = lazy(r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(\d+)",
                         re.DOTALL)
@@ -73,7 +78,10 @@ class FailureLog:
         self.root_rank: int | None = None  # the rank torchrun says failed first
         self._chained: dict[int | None, bool] = {}  # rank -> the last traceback chains on
 
-    def add_traceback(self, tb: Traceback, failure: Failure, before: str) -> None:
+    def add_traceback(self, tb: Traceback, failure: Failure, before: str,
+                      opening: str = "") -> None:
+        """`before`: the text of the line before the traceback; `opening`: its own first
+        line as printed (a logger's prefix and level included)."""
         short = tb.short_type
         text = tb.message
         if short in _INTERRUPTS or (short == "SystemExit" and not _ARGPARSE.search(text)):
@@ -84,8 +92,10 @@ class FailureLog:
             if found:
                 self.root_rank = int(found[1])
             role = "wrapper"
-        elif short in _SHELL_TOOLS and not tb.frames:
-            role = "cascade"  # taken only where nothing else is found
+        elif (short in _SHELL_TOOLS and not tb.frames) or _WARNED.search(opening):
+            role = "cascade"  # taken only where nothing else is found: a shell's message, or
+            # a traceback a logger printed at WARNING level (torch._dynamo's "WON'T CONVERT":
+            # the process went on)
         elif _WRAPPED.search(text.splitlines()[0] if text else "") or _OLD_WRAPPED.match(text):
             role = "wrapper"  # its original traceback is printed next
         elif (self._chained.get(tb.rank) or "Exception ignored in" in before
@@ -170,7 +180,8 @@ class FailureLog:
         if 0 < went_on_until <= ended:
             restarts = ()
         self.candidates = [c for c in self.candidates if c.failure.line >= went_on_until
-                           or any(line > c.failure.line for line in restarts)]
+                           or any(line > c.failure.line for line in restarts)
+                           or _REPORTED_FIRST.search(c.failure.message)]
         failures = [c.failure for c in self.candidates if c.role == "failure"]
         # A traceback cut before its exception line (ranks printing over each other) is a
         # failure only when nothing whole is found.

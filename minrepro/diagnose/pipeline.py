@@ -124,7 +124,8 @@ class _Collector:
         failure = Failure(exc_type=tb.exc_type, message=_first_line(tb.message)[:300],
                           line=tb.line, first_line=tb.first_line, rank=tb.rank,
                           frames=tb.frames, text=format_traceback(tb), timestamp=stamp)
-        self.failure_log.add_traceback(tb, failure, self._text_of(tb.first_line - 1))
+        self.failure_log.add_traceback(tb, failure, self._text_of(tb.first_line - 1),
+                                       self._text_of(tb.first_line))
         if len(self.failures) < _KEEP_TRACEBACKS:
             self.failures.append(failure)
         else:

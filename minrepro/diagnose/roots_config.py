@@ -19,7 +19,8 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              "data set, fewer workers, map with fewer processes); check the scheduler's limits.",
              message=r"exitcode: -9|SIGKILL|Signal 9|oom[-_]kill|OOM Killed|Out of memory: "
                      r"Killed process|process killed: (?:\d+ )?Killed|DUE TO TIME LIMIT|"
-                     r"exitcode\s*: -9|return code = -9"),
+                     r"exitcode\s*: -9|return code = -9|TERM_RUNLIMIT|TERM_MEMLIMIT|"
+                     r"PBS: job killed"),
     RootRule("MR-ROOT-030", C, "A path in the config or command does not exist",
              "Check the data / checkpoint / output paths the job was given.",
              types=("FileNotFoundError", "NotADirectoryError", "IsADirectoryError")),

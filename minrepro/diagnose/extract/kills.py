@@ -12,6 +12,9 @@ Real texts:
   SLURM:     slurmstepd: error: Detected 1 oom-kill event(s) in StepId=123.batch.
              slurmstepd: error: *** JOB 123 ON node1 CANCELLED AT 2024-01-01T00:00:00 DUE TO
              TIME LIMIT ***
+  LSF, PBS:  TERM_RUNLIMIT: job killed after reaching LSF run time limit.
+             TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.
+             =>> PBS: job killed: walltime 86412 exceeded limit 86400
   kernel:    Out of memory: Killed process 4242 (python)
 """
 
@@ -34,6 +37,9 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (lazy(r"Signal (\d+) \((SIG\w+)\) received by PID"), "signal"),
     (lazy(r"(?i)oom[-_]kill event|Out of memory: Killed process|OOM Killed"), "oom"),
     (lazy(r"DUE TO TIME LIMIT|DUE TO PREEMPTION|DUE TO NODE FAILURE"), "scheduler"),
+    # LSF's and PBS's own words for a job stopped at its run time or memory limit
+    (lazy(r"TERM_RUNLIMIT: job killed|PBS: job killed: walltime \d+ exceeded"), "scheduler"),
+    (lazy(r"TERM_MEMLIMIT: job killed|PBS: job killed: mem \d+\w* exceeded"), "oom"),
     (lazy(r"^(?:.*\d+ )?Killed(?:\s+\S.*)?$"), "killed"),
     (lazy(r"(?i)Segmentation fault|SIGSEGV|Bus error \(core dumped\)"), "segfault"),
     (lazy(r"^Aborted \(core dumped\)|^Aborted$"), "aborted"),
@@ -47,8 +53,9 @@ class KillExtractor:
 
     TRIGGERS = ("exitcode", "Signal ", "oom", "OOM", "Out of memory", "DUE TO", "Killed",
                 "Segmentation fault", "segmentation fault", "SIGSEGV", "Bus error", "Aborted",
-                "exits with return code = -")
-    SELECT = ("killed", "exitcode", "segmentation fault", "oom-kill", "oom_kill", "due to time")
+                "exits with return code = -", "TERM_RUNLIMIT", "TERM_MEMLIMIT", "PBS: job killed")
+    SELECT = ("killed", "exitcode", "segmentation fault", "oom-kill", "oom_kill", "due to time",
+              "term_runlimit", "term_memlimit")
 
     def __init__(self) -> None:
         self._seen: set[tuple[str, int | None]] = set()
