@@ -40,6 +40,7 @@ from minrepro.diagnose.analyze.resources import (
 )
 from minrepro.diagnose.analyze.series import Point, Series
 from minrepro.diagnose.analyze.trends import (
+    above_the_noise,
     classes_for,
     flatness,
     levels,
@@ -248,7 +249,7 @@ def _climb(points: list[Point], factor: float = CLIMB) -> list[Point] | None:
         peak = max(found[best_at + 1:])
         stays = all(level >= 2 * best for level in found[-2:])
         if (last >= factor * best and last >= 0.5 * first and stays and last >= 0.7 * peak
-                and _above_the_noise(values, best, last)):
+                and above_the_noise(values, best, last)):
             return [_at(points, spans[best_at]), points[-1]]
     if factor == CLIMB and len(values) >= 10:
         # It got worse than it began, for a stretch of the run: it never learned, and the
@@ -256,29 +257,10 @@ def _climb(points: list[Point], factor: float = CLIMB) -> list[Point] | None:
         above = [level >= WORSE * max(first, 1e-12) for level in found]
         stretch = max((len(run) for run in "".join("x" if a else " " for a in above).split()),
                       default=0)
-        if stretch >= 3 and _above_the_noise(values, first, max(found)):
+        if stretch >= 3 and above_the_noise(values, first, max(found)):
             peak = max(range(len(found)), key=found.__getitem__)
             return [points[0], _at(points, spans[peak])]
     return None
-
-
-def _above_the_noise(values: list[float], first: float, peak: float) -> bool:
-    """A rise of a window's median (`first` to `peak`) that the scatter of the values cannot
-    make by chance: per-sample losses of batch size 1 (4, 0.6, 21, 2.7, 101, ...) move their
-    window medians by half without any trend. Judged on the log of the values (a loss's
-    noise grows with its size); the scatter is the values' distance from their own window's
-    median (a trend is no scatter); the rise must be four standard errors of the difference
-    of two window medians (three, and one for picking the best or worst of ten windows)."""
-    if min(values) <= 0 or first <= 0:
-        return True  # no log scale: the ratio tests before this one decide
-    logs = [math.log(v) for v in values]
-    spans = windows(len(logs))
-    residuals = [abs(v - level) for (a, b), level in zip(spans, levels(logs), strict=True)
-                 for v in logs[a:b]]
-    spread = 1.4826 * median(residuals)
-    per_window = max(len(logs) // len(spans), 1)
-    noise = math.sqrt(2.0) * 1.2533 * spread / math.sqrt(per_window)
-    return math.log(peak / first) >= 4.0 * noise
 
 
 def _spikes(points: list[Point]) -> list[Point]:

@@ -93,3 +93,22 @@ def classes_for(level: float) -> int | None:
     if classes > 10 and abs(math.log(classes) - level) <= 0.1 * math.log1p(1 / classes):
         return classes
     return None
+
+
+def above_the_noise(values: list[float], first: float, peak: float) -> bool:
+    """A rise of a window's median (`first` to `peak`) that the scatter of the values cannot
+    make by chance: per-sample losses of batch size 1 (4, 0.6, 21, 2.7, 101, ...) move their
+    window medians by half without any trend. Judged on the log of the values (a loss's
+    noise grows with its size); the scatter is the values' distance from their own window's
+    median (a trend is no scatter); the rise must be four standard errors of the difference
+    of two window medians (three, and one for picking the best or worst of ten windows)."""
+    if min(values) <= 0 or first <= 0:
+        return True  # no log scale: the ratio tests before this one decide
+    logs = [math.log(v) for v in values]
+    spans = windows(len(logs))
+    residuals = [abs(v - level) for (a, b), level in zip(spans, levels(logs), strict=True)
+                 for v in logs[a:b]]
+    spread = 1.4826 * median(residuals)
+    per_window = max(len(logs) // len(spans), 1)
+    noise = math.sqrt(2.0) * 1.2533 * spread / math.sqrt(per_window)
+    return math.log(peak / first) >= 4.0 * noise
