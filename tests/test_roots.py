@@ -306,6 +306,16 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
         exc="huggingface_hub.utils._errors.GatedRepoError: 401 Client Error. Cannot access "
             "gated repo for url https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/"
             "config.json."), "config"),
+    # the Trainer asked the model for a loss it did not compute: no labels in the batches
+    (tb(USER, ("/env/lib/python3.8/site-packages/transformers/trainer.py", "compute_loss",
+               'loss = outputs["loss"] if isinstance(outputs, dict) else outputs[0]'),
+        ("/env/lib/python3.8/site-packages/transformers/file_utils.py", "__getitem__",
+         "return inner_dict[k]"), exc="KeyError: 'loss'"), "config"),
+    (tb(USER, ("/env/lib/python3.10/site-packages/transformers/trainer.py", "compute_loss",
+               "raise ValueError("),
+        exc="ValueError: The model did not return a loss from the inputs, only the following "
+            "keys: logits. For reference, the inputs it received are input_ids,attention_mask."),
+     "config"),
     # a breakpoint left in the code: the job stopped in pdb and quit
     (tb(USER, ("/env/lib/python3.8/bdb.py", "dispatch_line", "if self.quitting: raise BdbQuit"),
         exc="bdb.BdbQuit"), "code"),

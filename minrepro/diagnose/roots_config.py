@@ -161,6 +161,14 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              "collectives in the same order.",
              # two ranks on one GPU: NCCL's own check of the same misuse
              message=r"ncclInvalidUsage|NCCL error[^\n]*invalid usage|Duplicate GPU detected"),
+    # the HF Trainer reads a loss the model did not return: the batches carry no labels (a
+    # collator or column setting), or the model is a base model without a head
+    RootRule("MR-ROOT-101", C, "The model returned no loss: its batches carry no labels",
+             "Give the batches a `labels` column (the data collator, label_names, "
+             "remove_unused_columns=False where a custom column is dropped), or load the model "
+             "with its task head (AutoModelFor...), which computes the loss from them.",
+             types=("KeyError", "ValueError"), function=r"compute_loss",
+             message=r"KeyError: 'loss'|The model did not return a loss from the inputs"),
     # more GPUs asked for than the job was given (none at all is the install's: MR-ROOT-008)
     RootRule("MR-ROOT-099", C, "The job asks for more GPUs than it was given",
              "Ask for as many GPUs as the job gets (--gpus / devices / num_gpus in the "
