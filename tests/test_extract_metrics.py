@@ -106,6 +106,9 @@ CASES = [
     ("train_and_held_out_accuracy_in_one_line",  # a loguru line: the first is the training's
      "2019-11-22 15:36:56.690 | INFO | train:91 - train_acc=0.991, val_acc=0.500, test_acc=0.533",
      {"accuracy": 0.991, "eval_accuracy": 0.5}, None),
+    ("mnist_example_test_line",  # pytorch/examples mnist: the fraction is samples right, no step
+     "Test set: Average loss: 0.0335, Accuracy: 9891/10000 (99%)",
+     {"eval_loss": 0.0335, "eval_accuracy": 99.0}, None),
 ]
 
 

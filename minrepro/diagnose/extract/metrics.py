@@ -71,6 +71,10 @@ _TIME_AFTER = lazy(r"\s+\d{1,2}:\d\d")
 _FRACTION = lazy(r"(?<![\d/.:])(\d+)/\s*(\d+)(?![\d/.:])")
 #: The PyTorch CIFAR tutorial: `[2,  2400] loss: 1.209` is [epoch, batch].
 _EPOCH_BATCH = lazy(r"\s*\[(\d+),\s+(\d+)\]")
+#: `Accuracy: 9891/10000 (99%)` (pytorch/examples' MNIST test line): right of all, in percent.
+_COUNTED_BEFORE = lazy(r"(?i)\b(?:acc(?:uracy)?|correct)\s*[:=]?\s*$")
+_COUNTED_SHARE = lazy(r"(?i)\b(?:acc(?:uracy)?|correct)\s*[:=]?\s*\d+\s*/\s*\d+\s*\(\s*"
+                      r"(\d+(?:\.\d+)?)\s*%\)")
 _TQDM_COUNT = lazy(r"\|\s*(\d+)/(?:\d+|\?)\s*\[")
 _EPOCH_BEFORE = lazy(r"[Ee]poch\s*[:=]?\s*\[?\s*$")
 _EPOCH = lazy(r"[Ee]poch\s*[:=]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\]?")
@@ -303,6 +307,9 @@ def parse_metrics(text: str, line: Line) -> MetricRecord | None:
             values["epoch"] = float(epoch[1])
     if step is None:
         step = _fraction_step(text)
+    counted = _COUNTED_SHARE.search(text) if "%)" in text else None
+    if counted and "accuracy" not in values:
+        values["accuracy"] = float(counted[1])  # pytorch/examples' MNIST: a percentage
     if not _is_record(values, step):
         return None
     record = MetricRecord(line=line.line, values=tuple(values.items()), step=step,
@@ -371,6 +378,8 @@ def _fraction_step(text: str) -> int | None:
     for match in _FRACTION.finditer(text):
         if _TIME_AFTER.match(text, match.end()):
             continue  # a date before a time (mmengine's `08/03 22:09:24`), not a step
+        if _COUNTED_BEFORE.search(text, 0, match.start()):
+            continue  # `Accuracy: 9891/10000 (99%)`: samples right of all, not a step
         if not _EPOCH_BEFORE.search(text, 0, match.start()):
             return int(match[1])
     return None
