@@ -454,3 +454,40 @@ def test_lsf_and_pbs_stop_a_job_at_its_limits(text: str, how: str) -> None:
 
     found = KillExtractor().feed(Line(line=3, text=text, rank=None))
     assert [event.how for event in found] == [how]
+
+
+def _wrapped(text: str, width: int) -> str:
+    """`text` as a console that hard-wraps at `width` columns prints it."""
+    out = []
+    for row in text.splitlines():
+        while len(row) > width:
+            out.append(row[:width])
+            row = row[width:]
+        out.append(row)
+    return "\n".join(out) + "\n"
+
+
+def test_a_traceback_hard_wrapped_at_the_consoles_width_is_read_whole() -> None:
+    log = _wrapped(
+        "Traceback (most recent call last):\n"
+        '  File "G:\\envs\\search\\train.py", line 559, in <module>\n'
+        "    loss = model(batch)\n"
+        '  File "G:\\envs\\search\\lib\\site-packages\\torch\\_dynamo\\eval_frame.py", line 967,'
+        " in compile_wrapper\n"
+        "    raise e.remove_dynamo_frames() from None  # see TORCHDYNAMO_VERBOSE=1\n"
+        '  File "G:\\envs\\search\\lib\\site-packages\\torch\\_inductor\\scheduler.py", line 5433,'
+        " in create_backend\n"
+        "    raise TritonMissing(inspect.currentframe())\n"
+        "torch._inductor.exc.TritonMissing: Cannot find a working triton installation.\n", 58)
+    failure = diagnose(log).failure
+    assert failure is not None and failure.exc_type == "torch._inductor.exc.TritonMissing"
+    assert failure.library_frame is not None and failure.library_frame.package == "torch"
+    assert failure.user_frame is not None and failure.user_frame.line == 559
+
+
+def test_after_its_frames_a_traceback_ends_in_any_class_name_but_not_in_prose() -> None:
+    frames = '  File "train.py", line 3, in <module>\n    run()\n'
+    named = diagnose("Traceback (most recent call last):\n" + frames + "mylib.errors.Halted: stop\n")
+    assert named.failure.exc_type == "mylib.errors.Halted"
+    prose = diagnose("Traceback (most recent call last):\n" + frames + "Note: see the docs\n")
+    assert prose.failure is None or prose.failure.exc_type != "Note"

@@ -316,6 +316,11 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
         exc="ValueError: The model did not return a loss from the inputs, only the following "
             "keys: logits. For reference, the inputs it received are input_ids,attention_mask."),
      "config"),
+    # torch.compile without a working Triton: the install
+    (tb(USER, ("/env/lib/python3.11/site-packages/torch/_inductor/scheduler.py",
+               "create_backend", "raise TritonMissing(inspect.currentframe())"),
+        exc="torch._inductor.exc.TritonMissing: Cannot find a working triton installation. "
+            "Either the package is not installed or it is too old."), "environment"),
     # a breakpoint left in the code: the job stopped in pdb and quit
     (tb(USER, ("/env/lib/python3.8/bdb.py", "dispatch_line", "if self.quitting: raise BdbQuit"),
         exc="bdb.BdbQuit"), "code"),

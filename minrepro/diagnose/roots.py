@@ -45,6 +45,11 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "package of the same name.", types=("ImportError",),
              message=r"cannot import name '\w+' from '[\w.]+' \((?![^)]*(?:site-packages|"
                      r"dist-packages|[\\/]lib[\\/]python|conda|\.venv))[^)]+\)"),
+    # torch.compile's Inductor needs Triton for GPU kernels (not on Windows, too old a build)
+    RootRule("MR-ROOT-102", E, "torch.compile needs Triton, which is missing or too old here",
+             "Install the Triton build that fits the torch release (pip install triton; "
+             "triton-windows on Windows), or compile without it (torch.compile(..., "
+             "backend='aot_eager')) or not at all.", types=("TritonMissing",)),
     RootRule("MR-ROOT-011", E, "An installed package lacks a name the code imports",
              "Install the version the code was written for (see the repo's requirements).",
              types=("ImportError",),

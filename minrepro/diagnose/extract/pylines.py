@@ -31,6 +31,8 @@ _MARKDOWN_LEAD = " \t>*_#`"
 _MARKDOWN_TRAIL = " \t*_`"
 
 _EXC_ANCHORED = lazy(rf"(?P<type>{_NAME})(?::(?P<msg>.*)|\s*$)")
+_RAISED = lazy(r"(?P<type>(?:[A-Za-z_]\w*\.)+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*)"
+               r"(?::(?P<msg>.*)|\s*$)")
 _EXC_ANYWHERE = lazy(rf"(?:^|(?<=[\s`'\"(\[>*_|:]))(?P<type>{_NAME}):(?P<msg>.*)")
 _CODE_KEYWORDS = ("except", "raise", "class", "import", "def", "isinstance", "catch", "with")
 
@@ -67,6 +69,19 @@ def exception_at_start(text: str) -> tuple[str, str] | None:
     A name alone (`KeyboardInterrupt`) counts too; callers only accept that inside a traceback.
     """
     match = _EXC_ANCHORED.match(strip_markdown(text))
+    if match is None:
+        return None
+    return match["type"], clean_message(match["msg"] or "")
+
+
+def raised_at_start(text: str) -> tuple[str, str] | None:
+    """After a traceback's frames, the line Python ends it with, whatever the class is called
+    (`torch._inductor.exc.TritonMissing: ...`): a qualified name, or a CamelCase one, at
+    column 0, then `:` or nothing."""
+    found = exception_at_start(text)
+    if found is not None:
+        return found
+    match = _RAISED.match(text)
     if match is None:
         return None
     return match["type"], clean_message(match["msg"] or "")

@@ -30,6 +30,7 @@ MAX_RANKS = 64
 #: Lines a frame may span (3.13 prints multi-line expressions) and junk a Jupyter block holds.
 _MAX_CODE_LINES = 12
 _MAX_JUPYTER_NOISE = 60
+_MIN_WIDTH = 40  # a console narrower than this is no console a log was copied from
 
 
 @dataclass(slots=True, eq=False)
@@ -48,6 +49,12 @@ class _Partial:
     message_chars: int = 0
     vscode: bool = False  # VS Code's debugger: type, message, then frames innermost first
     wrapped: bool = False  # the last line ended in a pager's `$`: the next one continues it
+    # A console that hard-wraps at its width (PowerShell's redirect, a terminal copy): a
+    # `File "...` line cut before its `", line N` gives the width; a line of that width goes
+    # on in the next one, which starts at column 0.
+    cut: str = ""  # a frame line cut at the width, waiting for its rest
+    width: int = 0
+    previous: int = 0  # the length of the line before
 
     @property
     def jupyter(self) -> bool:
@@ -217,6 +224,9 @@ class TracebackExtractor:
 
     def _in_frames(self, partial: _Partial, text: str, line: Line,
                    events: list[Traceback]) -> None:
+        text = _unwrapped(partial, text)
+        if text is None:
+            return
         stripped = text.strip()
         wrapped, partial.wrapped = partial.wrapped, stripped.endswith("$")
         if wrapped and partial.spare_lines < _MAX_CODE_LINES and '", line ' not in text:
@@ -245,6 +255,8 @@ class TracebackExtractor:
         elif text[:1].isspace() and partial.spare_lines < _MAX_CODE_LINES:
             partial.spare_lines += 1  # a multi-line expression (3.13) or a wrapped code line
         elif (found := pylines.exception_anywhere(text)) is not None:
+            partial.start_message(found[0], found[1], line.line)
+        elif partial.frames and (found := pylines.raised_at_start(text)) is not None:
             partial.start_message(found[0], found[1], line.line)
         else:
             self._abandon(line, events)
@@ -337,6 +349,23 @@ class TracebackExtractor:
         return events
 
 
+
+
+def _unwrapped(partial: _Partial, text: str) -> str | None:
+    """The line as printed before a console wrapped it at its width, or None while a wrapped
+    line still waits for its rest (or is the tail of a code line, which says nothing)."""
+    if partial.cut:
+        text, partial.cut = partial.cut + text, ""
+    elif (partial.width and partial.previous == partial.width and not text[:1].isspace()
+          and '", line ' not in text and pylines.exception_at_start(text) is None):
+        partial.previous = len(text)
+        return None  # `# see TORCHD` / `YNAMO_VERBOSE=1`: the rest of a code line
+    partial.previous = len(text)
+    if (len(text) >= _MIN_WIDTH and text.lstrip().startswith('File "') and '", line ' not in text
+            and not text.rstrip().endswith(('"', "$"))):
+        partial.cut, partial.width = text, len(text)
+        return None
+    return text
 
 
 def _has_escaped_traceback(text: str) -> bool:
