@@ -486,8 +486,8 @@ def test_a_traceback_hard_wrapped_at_the_consoles_width_is_read_whole() -> None:
 
 
 def test_after_its_frames_a_traceback_ends_in_any_class_name_but_not_in_prose() -> None:
-    frames = '  File "train.py", line 3, in <module>\n    run()\n'
-    named = diagnose("Traceback (most recent call last):\n" + frames + "mylib.errors.Halted: stop\n")
+    frames = 'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n  run()\n'
+    named = diagnose(frames + "mylib.errors.Halted: stop\n")
     assert named.failure.exc_type == "mylib.errors.Halted"
-    prose = diagnose("Traceback (most recent call last):\n" + frames + "Note: see the docs\n")
+    prose = diagnose(frames + "Note: see the docs\n")
     assert prose.failure is None or prose.failure.exc_type != "Note"
