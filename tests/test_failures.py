@@ -491,3 +491,10 @@ def test_after_its_frames_a_traceback_ends_in_any_class_name_but_not_in_prose() 
     assert named.failure.exc_type == "mylib.errors.Halted"
     prose = diagnose(frames + "Note: see the docs\n")
     assert prose.failure is None or prose.failure.exc_type != "Note"
+
+
+def test_torchs_device_side_assertions_hint_alone_is_no_index_assert() -> None:
+    diagnosis = diagnose(traceback(
+        "RuntimeError: CUDA error: an illegal memory access was encountered\nCompile with "
+        "`TORCH_USE_CUDA_DSA` to enable device-side assertions.", "train.py"))
+    assert diagnosis.root is None or diagnosis.root.value != "data"

@@ -316,6 +316,16 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
         exc="ValueError: The model did not return a loss from the inputs, only the following "
             "keys: logits. For reference, the inputs it received are input_ids,attention_mask."),
      "config"),
+    # BCELoss's kernel asserts: outputs not probabilities (the code), targets outside [0, 1]
+    (tb(USER, exc="RuntimeError: CUDA error: device-side assert triggered\n"
+                  "../aten/src/ATen/native/cuda/Loss.cu:94: operator(): block: [0,0,0], thread: "
+                  "[5,0,0] Assertion `input_val >= zero && input_val <= one` failed."), "code"),
+    (tb(USER, exc="RuntimeError: CUDA error: device-side assert triggered\n"
+                  "../aten/src/ATen/native/cuda/Loss.cu:95: operator(): block: [0,0,0], thread: "
+                  "[5,0,0] Assertion `target_val >= zero && target_val <= one` failed."), "data"),
+    # a console that wrapped the message after "device-side assert" (torch 2's hint "to
+    # enable device-side assertions" is in every CUDA error: no index assert by itself)
+    (tb(USER, exc="RuntimeError: CUDA error: device-side assert \ntriggered"), "data"),
     # torch.compile without a working Triton: the install
     (tb(USER, ("/env/lib/python3.11/site-packages/torch/_inductor/scheduler.py",
                "create_backend", "raise TritonMissing(inspect.currentframe())"),

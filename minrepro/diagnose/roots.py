@@ -185,10 +185,17 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
                      r"Invalid data found when processing|\bcorrupt(?:ed)? (?:file|image|data|"
                      r"sample|jpe?g|png|zip|archive|header|record)|(?:is|was|are|seems) "
                      r"(?:\w+ )?corrupt(?:ed)?\b|Corrupt JPEG data"),
+    # BCELoss's kernel checks its inputs are probabilities: the model's outputs, not the data
+    RootRule("MR-ROOT-103", K, "BCELoss got outputs outside [0, 1]: the model's last layer has "
+             "no sigmoid", "Use BCEWithLogitsLoss on the raw outputs (it applies the sigmoid "
+             "itself, stably), or end the model with torch.sigmoid.",
+             message=r"input_val >= zero && input_val <= one"),
     RootRule("MR-ROOT-023", D, "A CUDA kernel asserted on an index (labels or ids out of "
              "range, most often)", "Check the labels against the class count and the "
              "token ids against the vocabulary (run once on CPU for the exact error).",
-             message=r"device-side assert triggered|Assertion `.*(?:n_classes|target|"
+             # (a message a console wrapped may end at "device-side assert"; torch 2's
+             # "to enable device-side assertions" hint is in every CUDA error)
+             message=r"device-side assert(?!ions)|Assertion `.*(?:n_classes|target|"
                      r"srcIndex < srcSelectDimSize|index out of bounds)"),
     # a label used as an index: its value is past the classes the tensor was sized for
     RootRule("MR-ROOT-078", D, "A label or class id is larger than the classes the code "
