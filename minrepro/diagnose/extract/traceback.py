@@ -224,9 +224,10 @@ class TracebackExtractor:
 
     def _in_frames(self, partial: _Partial, text: str, line: Line,
                    events: list[Traceback]) -> None:
-        text = _unwrapped(partial, text)
-        if text is None:
+        whole = _unwrapped(partial, text)
+        if whole is None:
             return
+        text = whole
         stripped = text.strip()
         wrapped, partial.wrapped = partial.wrapped, stripped.endswith("$")
         if wrapped and partial.spare_lines < _MAX_CODE_LINES and '", line ' not in text:
