@@ -226,6 +226,26 @@ def test_a_markdown_table_of_epochs() -> None:
         (5.0, 2.24, 2.89), (10.0, 1.86, 2.88), (15.0, 1.77, 2.90)]
 
 
+def test_csv_metrics_with_empty_cells() -> None:
+    """Lightning's CSVLogger: a training row and an evaluation row per step, each empty where
+    the other's columns are."""
+    records = _records(["epoch,step,train_loss,val_loss,val_acc", "0,49,0.6931,,",
+                        "0,49,,0.6930,0.5", "1,99,0.6931,,", "1,99,,0.6931,0.5"])
+    assert [(r.get("epoch"), r.step, r.get("loss"), r.get("eval_loss")) for r in records] == [
+        (0.0, 49, 0.6931, None), (0.0, 49, None, 0.693), (1.0, 99, 0.6931, None),
+        (1.0, 99, None, 0.6931)]
+
+
+def test_a_decorated_csv_header_over_tab_separated_rows() -> None:
+    records = _records(["Epoch: 01 | Epoch Time: 0m 57s",
+                        "*******train_loss,train_acc,valid_loss,valid_acc**********",
+                        "5.2009\t2.7902\t4.9771\t3.6058"])
+    assert [(r.get("loss"), r.get("eval_loss"), r.get("eval_accuracy")) for r in records] == [
+        (5.2009, 4.9771, 3.6058)]
+    # a sentence with commas is no header
+    assert _records(["we tried loss,accuracy and more", "1,2"]) == []
+
+
 def test_a_whitespace_table_with_steps_and_percentages() -> None:
     records = _records(["step    loss    val_acc", "100     2.30    10.2%", "200     2.31    9.8%",
                         "step 300 done"])

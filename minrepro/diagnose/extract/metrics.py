@@ -213,7 +213,12 @@ def _cells(text: str) -> list[str]:
     text = text.strip()
     if "|" in text:
         return [cell.strip() for cell in text.strip("|").split("|")]
-    return [cell for cell in _COLUMN_GAP.split(text) if cell]
+    cells = [cell for cell in _COLUMN_GAP.split(text) if cell]
+    if len(cells) == 1 and "," in text and " " not in text:
+        # CSV (Lightning's metrics.csv, a loop's `*** train_loss,valid_loss ***` header);
+        # a cell may be empty (a row of the training's columns only)
+        return [cell.strip() for cell in text.strip("*=#").split(",")]
+    return cells
 
 
 def _table_header(text: str) -> list[str | None] | None:
@@ -250,6 +255,8 @@ def _table_row(text: str, columns: list[str | None], line: Line
     values: dict[str, float] = {}
     step = None
     for name, cell in zip(columns, cells, strict=True):
+        if not cell:
+            continue  # a CSV row without this column's value
         number = _CELL_NUMBER.fullmatch(cell)
         if number is None:
             return None
