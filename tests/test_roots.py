@@ -326,6 +326,14 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
     # a console that wrapped the message after "device-side assert" (torch 2's hint "to
     # enable device-side assertions" is in every CUDA error: no index assert by itself)
     (tb(USER, exc="RuntimeError: CUDA error: device-side assert \ntriggered"), "data"),
+    # a Trainer subclass's training_step from before transformers 4.46: the versions
+    (tb(USER, ("/env/lib/python3.12/site-packages/transformers/trainer.py",
+               "_inner_training_loop",
+               "tr_loss_step = self.training_step(model, inputs, num_items_in_batch)"),
+        exc="TypeError: Trainer.training_step() takes 3 positional arguments but 4 were given"),
+     "environment"),
+    (tb(USER, exc="TypeError: CustomTrainer.compute_loss() got an unexpected keyword argument "
+                  "'num_items_in_batch'"), "environment"),
     # torch.compile without a working Triton: the install
     (tb(USER, ("/env/lib/python3.11/site-packages/torch/_inductor/scheduler.py",
                "create_backend", "raise TritonMissing(inspect.currentframe())"),

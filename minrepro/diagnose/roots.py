@@ -90,6 +90,16 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              message=r"module '[\w.]+' has no attribute|"
                      r"got multiple values for argument|takes \d+ positional arguments? but "
                      r"\d+ (?:were|was) given", raised_in=LIBRARY),
+    # a Trainer subclass's hook written for an older release, called with the newer signature
+    # (transformers 4.46 passes num_items_in_batch to training_step and compute_loss)
+    RootRule("MR-ROOT-104", E, "A Trainer hook the code overrides has the signature of an "
+             "older release", "Give the override the installed release's signature (accept "
+             "num_items_in_batch=None, or **kwargs), or install the transformers version the "
+             "code was written for.", types=("TypeError",),
+             message=r"\w*Trainer\.(?:training_step|compute_loss|prediction_step|"
+                     r"evaluation_loop|log)\(\) (?:takes \d+ positional arguments? but \d+ "
+                     r"(?:were|was) giv|got an unexpected keyword argument "
+                     r"'num_items_in_batch')"),
     # Python raises a bad keyword in the caller's frame: the user's code, calling a library
     # (`TrainingArguments.__init__() got an unexpected keyword argument 'evaluation_strategy'`)
     RootRule("MR-ROOT-018", E, "A library call passes a keyword its installed version does "
