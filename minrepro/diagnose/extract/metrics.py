@@ -35,8 +35,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+from minrepro.diagnose.extract import tables
 from minrepro.diagnose.extract.metricnames import STEP_KEYS, normalise
-from minrepro.diagnose.extract.units import FLOAT, is_finite, parse_int
+from minrepro.diagnose.extract.units import FLOAT, is_finite
 from minrepro.diagnose.literals import any_of
 from minrepro.model import Line, MetricRecord
 from minrepro.patterns import lazy
@@ -99,11 +100,6 @@ _SERIES_MASKS = (re.compile(r"\d+%\|[^|]*\|"),
                  re.compile(r"(?i:\bnan\b|\binf\b)|[-+]?\d[\d.,:eE+\-]*"))
 _SERIES_CHARS = 120
 _NOT_METRICS = ("Namespace(", "Arguments(", "Config(", "argparse")
-#: Tables (`| epoch | train loss | val loss |` then rows of numbers): cells and their values.
-_COLUMN_GAP = lazy(r"\t+|\s{2,}")
-_NUMBER_TOKEN = lazy(rf"(?<![\w.]){FLOAT}(?![\w.])")
-_CELL_NUMBER = lazy(rf"({FLOAT})\s*%?")
-_RULE_CELL = lazy(r":?-{2,}:?")
 
 
 #: A line holding none of these is no metric line.
@@ -199,7 +195,7 @@ def _parse_line(text: str) -> object:
     announces (a float) or _NO_RECORD."""
     if not _may_hold_metrics(text) or _SETTINGS_DUMP.search(text):
         return _NO_RECORD
-    columns = _table_header(text)
+    columns = tables.header(text, _MAX_VALUES)
     if columns is not None:
         return columns
     record = parse_metrics(text, _NO_LINE)
@@ -209,61 +205,14 @@ def _parse_line(text: str) -> object:
     return float(header[1]) if header else _NO_RECORD
 
 
-def _cells(text: str) -> list[str]:
-    text = text.strip()
-    if "|" in text:
-        return [cell.strip() for cell in text.strip("|").split("|")]
-    cells = [cell for cell in _COLUMN_GAP.split(text) if cell]
-    if len(cells) == 1 and "," in text and " " not in text:
-        # CSV (Lightning's metrics.csv, a loop's `*** train_loss,valid_loss ***` header);
-        # a cell may be empty (a row of the training's columns only)
-        return [cell.strip() for cell in text.strip("*=#").split(",")]
-    return cells
-
-
-def _table_header(text: str) -> list[str | None] | None:
-    """Column names -> normalised metric names (None for other columns), when `text` is the
-    header of a table: two or more named columns, no numbers, at least one a metric."""
-    if _NUMBER_TOKEN.search(text):  # every metric line has numbers: no split for those
-        return None
-    cells = _cells(text)
-    if len(cells) < 2 or len(cells) > _MAX_VALUES:
-        return None
-    names = [_column_name(cell) for cell in cells]
-    known = [name for name in names if name is not None]
-    if len(known) < 2 or not any(name not in ("step", "epoch") for name in known):
-        return None
-    return names
-
-
-def _column_name(cell: str) -> str | None:
-    key = cell.strip().lower().replace(" ", "_")
-    if key in STEP_KEYS:
-        return "step"
-    return normalise(cell) if cell else None
-
-
 def _table_row(text: str, columns: list[str | None], line: Line
                ) -> Sequence[MetricRecord] | None:
-    """() for a markdown rule (|---|---|), records for a row of numbers under the header,
-    None when the line is neither (the table has ended)."""
-    cells = _cells(text)
-    if cells and all(_RULE_CELL.fullmatch(cell) for cell in cells):
-        return ()
-    if len(cells) != len(columns):
+    """Records for a row of numbers under a table's header, () for a markdown rule or a row
+    of no metric, None when the line is neither (the table has ended)."""
+    found = tables.row(text, columns)
+    if found is None:
         return None
-    values: dict[str, float] = {}
-    step = None
-    for name, cell in zip(columns, cells, strict=True):
-        if not cell:
-            continue  # a CSV row without this column's value
-        number = _CELL_NUMBER.fullmatch(cell)
-        if number is None:
-            return None
-        if name == "step":
-            step = parse_int(number[1])  # inf/nan/huge: a row without a step
-        elif name is not None:
-            values.setdefault(name, float(number[1]))
+    values, step = found
     if not _is_record(values, step):
         return ()
     return (MetricRecord(line=line.line, values=tuple(values.items()), step=step,
