@@ -260,3 +260,12 @@ def test_a_whitespace_table_with_steps_and_percentages() -> None:
 ])
 def test_not_table_headers(header: str, lines: list[int]) -> None:
     assert [r.line for r in _records([header, "| 1 | 2 | 3 |", "| 4 | 5 | 6 |"])] == lines
+
+
+def test_a_bracketed_pair_is_no_value_of_the_key_before_it() -> None:
+    """`Loss [1, 100](epoch, minibatch): 9.66`: [1, 100] is (epoch, batch), not a loss of 1
+    (a run whose loss falls 9.7 -> 3.6 read as one climbing 1 -> 6); `[0.5]` is a value."""
+    assert parse("Loss [1, 100](epoch, minibatch):  9.65963740825653") is None or (
+        parse("Loss [1, 100](epoch, minibatch):  9.65963740825653").get("loss") != 1.0)
+    record = parse("epoch 3 val_loss: [0.123] lr: 0.01")
+    assert record is not None and record.get("eval_loss") == 0.123

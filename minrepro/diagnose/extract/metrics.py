@@ -64,7 +64,8 @@ _QUALIFIED = ("(?:(?:batch|epoch|step|iter|train|training|val|valid|validation|t
 _PAIR = lazy(
     rf"(?:^|(?<=[\s,|{{(\[\];，。、>]))(?P<key>(?i:{_QUALIFIED})|(?i:{_MULTIWORD})"
     rf"|[A-Za-z][\w@/\-]*?)"
-    rf"(?:\s*[:=：]\s*|\s+)\[?{_VALUE}(?:\s?(?P<unit>ms|MiB|MB|GiB|GB)\b|(?P<letter>[smMG%]))?"
+    rf"(?:\s*[:=：]\s*|\s+)(?:\[(?![^\]]{{0,40}}?,))?{_VALUE}"  # `[0.5]`, not `[1, 100]`
+    rf"(?:\s?(?P<unit>ms|MiB|MB|GiB|GB)\b|(?P<letter>[smMG%]))?"
     r"(?!\.?[\w/\-]|:\d)")
 _DICT_PAIR = lazy(rf"['\"](?P<key>[^'\"]{{1,60}})['\"]\s*[:：]\s*['\"]?{_VALUE}['\"]?")
 _THROUGHPUT = lazy(r"(\d+(?:\.\d+)?)\s?(it/s|s/it)")
