@@ -75,12 +75,9 @@ def exception_at_start(text: str) -> tuple[str, str] | None:
 
 
 def raised_at_start(text: str) -> tuple[str, str] | None:
-    """After a traceback's frames, the line Python ends it with, whatever the class is called
-    (`torch._inductor.exc.TritonMissing: ...`): a qualified name, or a CamelCase one, at
-    column 0, then `:` or nothing."""
-    found = exception_at_start(text)
-    if found is not None:
-        return found
+    """After a traceback's frames, the line Python ends it with where `exception_at_start`
+    does not know the class's name (`torch._inductor.exc.TritonMissing: ...`): a qualified
+    name, or a CamelCase one, at column 0, then `:` or nothing."""
     match = _RAISED.match(text)
     if match is None:
         return None

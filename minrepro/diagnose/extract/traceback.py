@@ -258,6 +258,7 @@ class TracebackExtractor:
         elif (found := pylines.exception_anywhere(text)) is not None:
             partial.start_message(found[0], found[1], line.line)
         elif partial.frames and (found := pylines.raised_at_start(text)) is not None:
+            # (exception_at_start was tried above: with frames, its find is taken there)
             partial.start_message(found[0], found[1], line.line)
         else:
             self._abandon(line, events)
