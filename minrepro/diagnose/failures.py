@@ -21,6 +21,7 @@ import calendar
 import re
 from dataclasses import dataclass, replace
 
+from minrepro.diagnose.extract.kills import BATCH_REPORT
 from minrepro.diagnose.extract.pylines import exception_at_start
 from minrepro.model import (
     CudaAssert,
@@ -52,8 +53,7 @@ _INTERRUPTS = ("KeyboardInterrupt",)
 # errors a shell tool prints before the job runs (conda's `conda activate` outside an
 # initialised shell): the job goes on in another environment, and fails, if it does, later
 _SHELL_TOOLS = ("CommandNotFoundError",)
-# LSF's job report (its TERM_* reason) and PBS's are written above the job's output
-_REPORTED_FIRST = lazy(r"TERM_RUNLIMIT|TERM_MEMLIMIT|PBS: job killed")
+_REPORTED_FIRST = lazy(BATCH_REPORT)  # a kill the batch scheduler reports above the output
 # a logger's WARNING level before the traceback's first line or the exception's own line
 _WARNED = lazy(r"(?:\[WARN(?:ING)?\]|\bWARN(?:ING)?\b\s*[:\]-]|^W\d{4} \d\d:\d\d)"
                r".*?(?:Traceback \(most recent call last\)|\b[A-Za-z_][\w.]*(?:Error|Exception)\b)")

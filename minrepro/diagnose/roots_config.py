@@ -7,6 +7,7 @@ they are tried. `roots.py` joins the tables and decides.
 
 from __future__ import annotations
 
+from minrepro.diagnose.extract.kills import BATCH_REPORT
 from minrepro.diagnose.rootrule import RootRule
 from minrepro.model import RootClass
 
@@ -19,8 +20,7 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              "data set, fewer workers, map with fewer processes); check the scheduler's limits.",
              message=r"exitcode: -9|SIGKILL|Signal 9|oom[-_]kill|OOM Killed|Out of memory: "
                      r"Killed process|process killed: (?:\d+ )?Killed|DUE TO TIME LIMIT|"
-                     r"exitcode\s*: -9|return code = -9|TERM_RUNLIMIT|TERM_MEMLIMIT|"
-                     r"PBS: job killed"),
+                     r"exitcode\s*: -9|return code = -9|" + BATCH_REPORT),
     RootRule("MR-ROOT-030", C, "A path in the config or command does not exist",
              "Check the data / checkpoint / output paths the job was given.",
              types=("FileNotFoundError", "NotADirectoryError", "IsADirectoryError")),

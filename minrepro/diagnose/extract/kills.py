@@ -28,6 +28,9 @@ from minrepro.diagnose.literals import any_of
 from minrepro.model import Line, ProcessKilled
 from minrepro.patterns import lazy
 
+#: The words of LSF's and PBS's job reports for a job they stopped (the report is written
+#: above the job's output, not where the job stopped).
+BATCH_REPORT = r"TERM_RUNLIMIT|TERM_MEMLIMIT|PBS: job killed"
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # torchrun: `failed (exitcode: -9) local_rank: 0 (pid: ...)`, and since torch 2.2 `failed
     # (exitcode: -9) for binary located at /.../python with local_rank: 0 (process ID: ...)`
