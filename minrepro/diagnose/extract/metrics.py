@@ -74,9 +74,9 @@ _FRACTION = lazy(r"(?<![\d/.:])(\d+)/\s*(\d+)(?![\d/.:])")
 #: The PyTorch CIFAR tutorial: `[2,  2400] loss: 1.209` is [epoch, batch].
 _EPOCH_BATCH = lazy(r"\s*\[(\d+),\s+(\d+)\]")
 #: `Accuracy: 9891/10000 (99%)` (pytorch/examples' MNIST test line): right of all, in percent.
-_COUNTED_BEFORE = lazy(r"(?i)\b(?:acc(?:uracy)?|correct)\s*[:=]?\s*$")
-_COUNTED_SHARE = lazy(r"(?i)\b(?:acc(?:uracy)?|correct)\s*[:=]?\s*\d+\s*/\s*\d+\s*\(\s*"
-                      r"(\d+(?:\.\d+)?)\s*%\)")
+_COUNTED = r"(?i)\b(?:acc(?:uracy)?|correct)\s*[:=]?\s*"
+_COUNTED_BEFORE = lazy(_COUNTED + r"$")
+_COUNTED_SHARE = lazy(_COUNTED + r"\d+\s*/\s*\d+\s*\(\s*(\d+(?:\.\d+)?)\s*%\)")
 _TQDM_COUNT = lazy(r"\|\s*(\d+)/(?:\d+|\?)\s*\[")
 _EPOCH_BEFORE = lazy(r"[Ee]poch\s*[:=]?\s*\[?\s*$")
 _EPOCH = lazy(r"[Ee]poch\s*[:=]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\]?")
