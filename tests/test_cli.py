@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -161,3 +162,12 @@ def test_help_and_errors_read_the_same_on_the_one_command_app() -> None:
     assert help_.returncode == 0 and b"diagnose [OPTIONS] [LOG]" in help_.stdout
     assert_one_line_error(run("diagnose", "--bogus"), 2, "see `minrepro diagnose --help`")
     assert_one_line_error(run("diagnos", "x.log"), 2, "Did you mean 'diagnose'")
+
+
+def test_usage_lines_name_arguments_in_capitals() -> None:
+    """`minrepro verify {script}` reads as a typo; every positional is shown as a metavar."""
+    for command in ("diagnose", "repro", "report", "verify", "diff", "triage", "preflight",
+                    "rules"):
+        usage = next(line for line in run(command, "--help").stdout.decode().splitlines()
+                     if "Usage:" in line)
+        assert not re.search(r"[{\[][a-z_]+", usage), usage

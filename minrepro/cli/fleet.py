@@ -14,7 +14,8 @@ from minrepro.errors import MinreproError
 
 @app.command()
 def triage(paths: Annotated[list[str], typer.Argument(
-               help="Logs: files, folders (recursively), globs, .gz.", show_default=False)],
+               help="Logs: files, folders (recursively), globs, .gz.", metavar="PATH...",
+               show_default=False)],
            out: Annotated[Path, typer.Option(
                help="Folder for the result store, scripts and reports.")] = Path("minrepro-triage"),
            json_: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,

@@ -104,7 +104,8 @@ def _verify_exit(result: VerifyResult) -> int:
 
 
 @app.command()
-def verify(script: Annotated[Path, typer.Argument(help="A repro script written by minrepro.")],
+def verify(script: Annotated[Path, typer.Argument(
+               metavar="SCRIPT", help="A repro script written by minrepro.")],
            fixed: Annotated[bool, typer.Option(
                "--fixed", help="Run with the fix applied; success is NOT REPRODUCED.")] = False,
            timeout: Annotated[float, typer.Option(

@@ -15,7 +15,7 @@ from minrepro.errors import MinreproError
 @app.command()
 def preflight(config: Annotated[Path, typer.Argument(
                   help="A training config: HF TrainingArguments JSON/YAML, Lightning or flat "
-                       "YAML, or a minrepro snapshot.")],
+                       "YAML, or a minrepro snapshot.", metavar="CONFIG")],
               model_config: Annotated[Path | None, typer.Option(
                   "--model-config", help="The model's config.json.")] = None,
               data: Annotated[Path | None, typer.Option(
@@ -70,8 +70,10 @@ def snapshot(config: Annotated[Path | None, typer.Argument(
 
 
 @app.command()
-def diff(run_a: Annotated[str, typer.Argument(help="The good run: a log, snapshot or config.")],
-         run_b: Annotated[str, typer.Argument(help="The failing run: a log, snapshot or config.")],
+def diff(run_a: Annotated[str, typer.Argument(
+             metavar="RUN_A", help="The good run: a log, snapshot or config.")],
+         run_b: Annotated[str, typer.Argument(
+             metavar="RUN_B", help="The failing run: a log, snapshot or config.")],
          cause: Annotated[str | None, typer.Option(
              help="B's failure, when B is no log (a taxonomy cause name).")] = None,
          json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
