@@ -32,6 +32,8 @@ CLAMPED = [
     ("shape_mismatch", "layernorm", {"actual": 768, "expected": 384, "rows": 32}),
     ("shape_mismatch", "layernorm", {"actual": 9000, "expected": 8999}),
     ("shape_mismatch", "cat", {"actual": 401, "expected": 402}),
+    ("shape_mismatch", "batch", {"actual": 511, "expected": 23}),
+    ("shape_mismatch", "batch", {"actual": 9000, "expected": 8999}),
     ("state_dict_mismatch", "size", {"param": "fc.weight", "checkpoint_shape": "1000, 2048",
                                      "model_shape": "512, 2048"}),
     ("inplace_autograd", "default", {"shape": "100000, 100000", "node": "SigmoidBackward0",

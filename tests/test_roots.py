@@ -465,6 +465,7 @@ def test_an_unpacked_release_tree_is_a_library(path: str, package: str | None) -
      "PIL.UnidentifiedImageError: cannot identify image file 'img/0042.jpg'\n", "data"),
     ("FileNotFoundError: Caught FileNotFoundError in DataLoader worker process 3.\n"
      "FileNotFoundError: [Errno 2] No such file or directory: '/data/voc/0042.jpg'\n", "config"),
+    ("ValueError: Expected input batch_size (511) to match target batch_size (23).\n", "code"),
 ])
 def test_a_causes_root_follows_the_variant_the_evidence_shows(log: str, root: str) -> None:
     """A wrapper's `module.` prefix is the code's save/load; a head of another size the
