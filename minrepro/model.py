@@ -216,6 +216,18 @@ class ProcessKilled:
 
 
 @dataclass(frozen=True, slots=True)
+class ConfusionMatrix:
+    """A confusion matrix the run printed under a "confusion" heading: rows of counts, one a
+    true class (sklearn's and numpy's layout: columns are the predicted classes)."""
+
+    line: int  # its first row's
+    rows: tuple[tuple[int, ...], ...]
+    rank: int | None = None
+    text: str = ""  # its first row's
+    last: tuple[int, str] = (0, "")  # its last row's line and text
+
+
+@dataclass(frozen=True, slots=True)
 class EnvFact:
     """Something the log reveals about its environment: torch/CUDA/driver version, GPU."""
 
@@ -250,7 +262,7 @@ class RunEnded:
 
 
 Event = Union[Traceback, CudaAssert, OomReport, MetricRecord, LossScaleEvent, NcclTimeout,
-              WorkerKilled, EnvFact, RunEnded, ProcessKilled, UsageError]
+              WorkerKilled, EnvFact, RunEnded, ProcessKilled, UsageError, ConfusionMatrix]
 
 
 class FailureKind(Name):

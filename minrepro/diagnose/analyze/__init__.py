@@ -6,6 +6,7 @@ from typing import Protocol
 
 from minrepro.diagnose.analyze.curves import CurveAnalyzer
 from minrepro.diagnose.analyze.events import LossScaleAnalyzer, NcclAnalyzer, OomAnalyzer
+from minrepro.diagnose.analyze.predictions import PredictionsAnalyzer
 from minrepro.model import Event, Finding, Line
 
 __all__ = ["Analyzer", "CurveAnalyzer", "default_analyzers"]
@@ -18,4 +19,5 @@ class Analyzer(Protocol):
 
 
 def default_analyzers() -> list[Analyzer]:
-    return [CurveAnalyzer(), OomAnalyzer(), LossScaleAnalyzer(), NcclAnalyzer()]
+    return [CurveAnalyzer(), OomAnalyzer(), LossScaleAnalyzer(), NcclAnalyzer(),
+            PredictionsAnalyzer()]

@@ -79,6 +79,13 @@ LOSS_COLLAPSE = AnalyzerCheck(
     "MR-CONV-104", "single_class_labels", "Training loss collapses to zero while evaluation "
     "sits at chance", "A training loss near zero (or accuracy 100 %) while held-out accuracy is "
     "at 1/C: the training labels hold a single class.", "analyze/curves.py: collapse")
+ONE_CLASS_PREDICTED = AnalyzerCheck(
+    "MR-CONV-109", "single_class_labels", "The model predicts one class for every sample",
+    "A per-class held-out metric (F1, recall, IoU) is exactly 0 at the last evaluations while "
+    "accuracy stays high, or held-out accuracy is the very same number at every evaluation "
+    "while the loss moves: the predictions never leave one class, and the accuracy is that "
+    "class's share. The labels (or their weights) leave the other classes too rare to learn, "
+    "or the targets do not reach the loss as classes.", "analyze/heldout.py: one class")
 LOSS_SCALE_COLLAPSE = AnalyzerCheck(
     "MR-PREC-101", "fp16_overflow", "fp16 loss scale keeps falling (to its minimum)",
     "The dynamic loss scale was reduced again and again, below 1 or to its floor: every step "
@@ -91,6 +98,10 @@ GENERALISATION_GAP = AnalyzerCheck(
     "MR-PREC-103", "overfitting", "Validation loss ten times the training loss",
     "Few evaluations, but the held-out loss is an order of magnitude above a small training "
     "loss.", "analyze/curves.py: overfitting")
+ACCURACY_GAP = AnalyzerCheck(
+    "MR-PREC-104", "overfitting", "Training accuracy near 100 % far above held-out accuracy",
+    "The training set is classified almost perfectly while held-out accuracy stays 35 points "
+    "or more below: the model memorised its training samples.", "analyze/heldout.py: overfitting")
 DATA_TIME_SHARE = AnalyzerCheck(
     "MR-SPD-101", "dataloader_bottleneck", "Most of each step spent waiting for data",
     "The logged data-loading time is most of the step time: the GPU waits for the input "
@@ -103,6 +114,7 @@ NCCL_WATCHDOG = AnalyzerCheck(
 CHECKS: tuple[AnalyzerCheck, ...] = (
     OOM_FULL_CARD, OOM_FRAGMENTED, GPU_MEMORY_GROWS, HOST_MEMORY_GROWS, LOSS_NOT_FINITE,
     LOSS_SPIKES, LOSS_PART_NOT_FINITE, LOSS_NAN_AT_START, LOSS_NAN_FIRST_RECORD,
-    LOSS_NAN_TRANSIENT, LOSS_PLATEAU, LOSS_COLLAPSE, LOSS_SCALE_COLLAPSE, EVAL_LOSS_RISES,
-    GENERALISATION_GAP, DATA_TIME_SHARE, NCCL_WATCHDOG,
+    LOSS_NAN_TRANSIENT, LOSS_PLATEAU, LOSS_COLLAPSE, ONE_CLASS_PREDICTED, LOSS_SCALE_COLLAPSE,
+    EVAL_LOSS_RISES,
+    GENERALISATION_GAP, ACCURACY_GAP, DATA_TIME_SHARE, NCCL_WATCHDOG,
 )

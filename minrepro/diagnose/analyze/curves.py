@@ -19,6 +19,7 @@ trends.py) against its own noise, over enough points, as an engineer would befor
                 classes (a stated class count, accuracy at 1/C, or ln C to four decimals)
                 -> loss_stagnation
   collapse      train loss at ~0 while evaluation sits at chance -> single_class_labels
+  one class     a per-class metric at 0, or one accuracy at every eval -> single_class_labels
   overfitting   the held-out loss climbs after its best while the train loss falls, and no
                 held-out quality metric keeps improving -> overfitting
 Resource curves (data time, GPU and host memory) are in resources.py.
@@ -30,7 +31,7 @@ import math
 
 from minrepro.diagnose.analyze import checks
 from minrepro.diagnose.analyze.curvestate import CurveState
-from minrepro.diagnose.analyze.heldout import collapse, overfitting
+from minrepro.diagnose.analyze.heldout import collapse, one_class_predicted, overfitting
 from minrepro.diagnose.analyze.quality import quality_improved
 from minrepro.diagnose.analyze.resources import (
     data_bound,
@@ -104,7 +105,8 @@ def run_checks(state: CurveState) -> list[Finding]:
     ended: a last run, a pasted tail), the stronger of the two."""
     results = []
     for check in (divergence, bad_part, nan_at_start, transient_nan, stagnation, collapse,
-                  overfitting, data_bound, memory_growth, host_memory_growth):
+                  one_class_predicted, overfitting, data_bound, memory_growth,
+                  host_memory_growth):
         found = [check(state)]
         if _ends_elsewhere(state):
             state.at_end = True

@@ -1,6 +1,6 @@
 """What the training curve says against the held-out one: a loss collapsing to zero while
-evaluation sits at chance (single_class_labels), and overfitting. Pure checks of a
-CurveState, like curves.py."""
+evaluation sits at chance, or a model that predicts one class (single_class_labels), and
+overfitting. Pure checks of a CurveState, like curves.py."""
 
 from __future__ import annotations
 
@@ -59,6 +59,40 @@ def _eval_at_chance(state: CurveState) -> tuple[Point, int | None] | None:
     return None
 
 
+# --- one class predicted -----------------------------------------------------------------
+
+#: Held-out metrics of the classes a model must tell apart: exactly 0 means no sample of them
+#: was predicted (an accuracy can stay high on the majority class alone).
+_PER_CLASS = ("f1", "recall", "precision", "iou", "miou", "dice", "mcc",
+              "matthews_correlation")
+ZERO_RECORDS = 3  # the last this many evaluations all exactly 0
+SAME_EVALS = 4  # evaluations that print the very same accuracy
+
+
+def one_class_predicted(state: CurveState) -> Finding | None:
+    """The model predicts one class for every sample: a per-class held-out metric (F1,
+    recall, IoU, ...) exactly 0 at its last evaluations while accuracy stays well above 0
+    (every pixel called background), or a held-out accuracy printed the same to the last
+    digit at every evaluation while the loss moves (its argmax never changes: the accuracy
+    is one class's share)."""
+    accuracy = state.main("eval_accuracy").values() or state.main("accuracy").values()
+    scale = 100.0 if accuracy and max(accuracy) > 1.5 else 1.0
+    for name in _PER_CLASS:
+        for series in state.all(f"eval_{name}"):
+            points = series.points()
+            if (len(points) > ZERO_RECORDS and all(p.value == 0 for p in points[-ZERO_RECORDS:])
+                    and accuracy and accuracy[-1] >= 0.5 * scale):
+                return finding(checks.ONE_CLASS_PREDICTED, 0.6, points[-ZERO_RECORDS:],
+                               params={"accuracy": round(accuracy[-1] / scale, 4)})
+    evals = state.main("eval_accuracy").points()
+    losses = state.main("eval_loss").values() or state.main("loss").values()
+    if (len(evals) >= SAME_EVALS and len({p.value for p in evals}) == 1
+            and 0 < evals[0].value < 0.99 * scale and len(set(losses)) >= 3):
+        return finding(checks.ONE_CLASS_PREDICTED, 0.55, [evals[0], evals[-1]],
+                       params={"accuracy": round(evals[0].value / scale, 4)})
+    return None
+
+
 # --- overfitting --------------------------------------------------------------------------
 
 
@@ -69,7 +103,7 @@ def overfitting(state: CurveState) -> Finding | None:
     train_series, eval_series = state.paired("loss", "eval_loss")
     train, evals = train_series.points(), eval_series.points()
     if len(evals) < 4 or len(train) < 2:
-        return _generalisation_gap(train, evals)
+        return _generalisation_gap(train, evals) or _accuracy_gap(state)
     values = [p.value for p in evals]
     smooth = _smoothed(values)
     best = min(range(len(smooth)), key=smooth.__getitem__)
@@ -82,7 +116,7 @@ def overfitting(state: CurveState) -> Finding | None:
     recent_train = median(train_after) if train_after else 0.0
     gap = (mean(after) - recent_train) / max(recent_train, 1e-9)
     if not (rising and falling and gap > 0.1):
-        return None  # evaluated often enough to see: the held-out loss does not climb
+        return _accuracy_gap(state)  # the held-out loss does not climb: the gap may tell
     if still_improving(state, evals[best].line):
         return None  # the held-out loss rises, but the model still gets better at the task
     worse = _quality_got_worse(state)
@@ -91,6 +125,30 @@ def overfitting(state: CurveState) -> Finding | None:
         return None  # the held-out metric never moved: it never fit (labels? the eval set?)
     return finding(checks.EVAL_LOSS_RISES, 0.8 if worse else 0.7, [evals[best], evals[-1]],
                    params={"best_eval_loss": round(evals[best].value, 4)})
+
+
+FITTED = 0.97  # training accuracy at this share of its scale: the training set is learned
+ACCURACY_GAP = 0.35  # held-out accuracy this far below it (of the scale): it does not carry
+
+
+def _accuracy_gap(state: CurveState) -> Finding | None:
+    """Training accuracy near 100 % while held-out accuracy sits far below it (99.6 % against
+    35 %): the model learned its training samples, not the task. A hard task's usual gap
+    (CIFAR-100: 99.9 % against 77 %) stays under ACCURACY_GAP; a held-out accuracy at chance
+    is the collapse check's (single_class_labels), which supersedes this."""
+    train, evals = state.main("accuracy").points(), state.main("eval_accuracy").points()
+    # an evaluation before training (a zero-shot baseline) says nothing of what it learned
+    evals = [p for p in evals if train and p.line > train[0].line]
+    if len(train) < 2 or not evals:
+        return None
+    scale = 100.0 if max(p.value for p in train + evals) > 1.5 else 1.0
+    fitted = median([p.value for p in train[-3:]])
+    held_out = max(p.value for p in evals[-3:])  # the last evaluations all of them below
+    if fitted < FITTED * scale or held_out > fitted - ACCURACY_GAP * scale:
+        return None
+    return finding(checks.ACCURACY_GAP, 0.55, [train[-1], evals[-1]],
+                   params={"train_accuracy": round(fitted / scale, 4),
+                           "eval_accuracy": round(held_out / scale, 4)})
 
 
 def _smoothed(values: list[float], half: int = 1) -> list[float]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
+from minrepro.diagnose.extract.confusion import ConfusionExtractor
 from minrepro.diagnose.extract.cuda import CudaAssertExtractor, OomExtractor
 from minrepro.diagnose.extract.env import EnvExtractor
 from minrepro.diagnose.extract.events import (
@@ -36,6 +37,7 @@ from minrepro.diagnose.literals import LiteralSet
 from minrepro.model import Event, Line
 
 __all__ = [
+    "ConfusionExtractor",
     "CudaAssertExtractor",
     "EnvExtractor",
     "KillExtractor",
@@ -57,7 +59,8 @@ __all__ = [
 
 EXTRACTOR_CLASSES = (TracebackExtractor, CudaAssertExtractor, OomExtractor, MetricExtractor,
                      LossScaleExtractor, NcclExtractor, WorkerKilledExtractor, EnvExtractor,
-                     RunEndedExtractor, KillExtractor, UsageExtractor, PackageExtractor)
+                     RunEndedExtractor, KillExtractor, UsageExtractor, PackageExtractor,
+                     ConfusionExtractor)
 
 
 _ROUTES = 1024  # sets of trigger words whose extractors are kept

@@ -237,13 +237,19 @@ _FINISHED = lazy(
     r"(?:complete|completed|finished|done|ended)\b"
     r"|\bfinished training\b|\btrain(?:ing)? (?:job )?finished\b|'train_runtime'|\"train_runtime\""
     r"|\bexits successfully\b|\bTotal training time\b|\bOverall training speed\b"
+    # "Finetuning completed successfully!", "All folds complete", "Experiment finished."
+    r"|\b(?:fine-?tuning|pre-?training|all (?:folds|epochs|runs)|experiment|job)"
+    r" (?:is |has |have )?(?:been )?(?:complete|completed|finished|done)\b"
+    r"|\b(?:training|fine-?tuning|run|job|experiment)\b.{0,40}"
+    r"\b(?:completed|finished) successfully\b"
     r"|max_epochs=\d+` reached|\bmax_steps=\d+` reached")
 
 
 class RunEndedExtractor:
     """The run's own word that it finished -> RunEnded (the last one counts)."""
 
-    TRIGGERS = ("raining", "train_runtime", "successfully", "reached", "finished")
+    TRIGGERS = ("raining", "train_runtime", "successfully", "reached", "finished", "omplete",
+                "inished", "done")
 
     def feed(self, line: Line) -> Sequence[RunEnded]:
         text = line.text

@@ -1,0 +1,123 @@
+"""A model that predicts one class: a printed confusion matrix all in one column, a per-class
+held-out metric at exactly 0 while accuracy stays high, or one held-out accuracy at every
+evaluation while the loss moves (single_class_labels, MR-CONV-109); and the accuracy gap of
+a model that memorised its training set (overfitting, MR-PREC-104), which a run that says it
+finished needs more than to be named."""
+
+from __future__ import annotations
+
+import pytest
+
+from minrepro.diagnose.extract.confusion import ConfusionExtractor
+from minrepro.diagnose.extract.events import RunEndedExtractor
+from minrepro.model import Line
+from tests.test_failures import diagnose
+
+COLLAPSED = """Train Epoch: 65 [256/316 (81%)] Loss: 1.493753
+Training Confusion Matrix for Epoch 65:
+ [[    0     0  7917     0     0]
+ [    0     0  2748     0     0]
+ [    0     0 17009     0     0]
+ [    0     0  5407     0     0]
+ [    0     0  7271     0     0]]
+    epoch          : 65
+    loss           : 1.481035739937915
+"""
+
+LEARNED = """Confusion matrix:
+[[50  2  1]
+ [ 3 45  2]
+ [ 0  4 48]]
+"""
+
+
+def matrices(text: str) -> list:
+    extractor = ConfusionExtractor()
+    found = [m for i, t in enumerate(text.splitlines(), 1) for m in extractor.feed(Line(i, t))]
+    return found + list(extractor.close())
+
+
+def test_a_numpy_matrix_under_its_heading_is_read_row_by_row() -> None:
+    (matrix,) = matrices(COLLAPSED)
+    assert matrix.rows[2] == (0, 0, 17009, 0, 0) and len(matrix.rows) == 5
+    assert matrix.line == 3 and matrix.last[0] == 7
+
+
+def test_a_tensor_and_a_list_of_lists_are_matrices_too() -> None:
+    (tensor,) = matrices("confusion: tensor([[12,  0],\n        [ 3,  0]])\n")
+    assert tensor.rows == ((12, 0), (3, 0))
+    (listed,) = matrices("confusion_matrix = [[5, 1],\n [2, 7]]\nepoch 3\n")
+    assert listed.rows == ((5, 1), (2, 7))
+
+
+def test_rows_without_a_confusion_heading_or_wrapped_by_numpy_are_no_matrix() -> None:
+    assert matrices("[[0 0 5]\n [0 0 7]\n [0 0 9]]\n") == []  # a tensor of anything
+    wrapped = "Confusion matrix:\n[[0 0 5 0\n  0 0]\n [0 0 7 0\n  0 0]]\n"
+    assert matrices(wrapped) == []
+
+
+def test_every_sample_predicted_as_one_class_is_single_class_labels() -> None:
+    diagnosis = diagnose(COLLAPSED)
+    assert diagnosis.cause == "single_class_labels" and diagnosis.rule_id == "MR-CONV-109"
+    assert dict(diagnosis.params) == {"num_classes": 5, "predicted_class": 2}
+
+
+def test_a_matrix_that_learned_or_an_early_collapse_that_recovered_is_no_finding() -> None:
+    assert diagnose(LEARNED).cause is None
+    early = COLLAPSED.replace("Epoch 65", "Epoch 1") + LEARNED
+    assert diagnose(early).cause is None
+
+
+def test_a_per_class_metric_at_zero_beside_a_high_accuracy_is_one_class() -> None:
+    lines = [f"Epoch [{e}/50], Loss: {20 - e:.4f},\n[Validation] Acc: 0.95{e}, SE: 0.0000, "
+             f"SP: 0.9997, PC: 0.0000, F1: {0.006 if e == 1 else 0.0:.4f}, JS: 0.0000\n"
+             for e in range(1, 7)]
+    diagnosis = diagnose("".join(lines))
+    assert diagnosis.cause == "single_class_labels" and diagnosis.rule_id == "MR-CONV-109"
+
+
+def test_one_accuracy_at_every_evaluation_while_the_loss_moves_is_one_class() -> None:
+    rows = [(1.3444, 1.2752), (1.2624, 1.2802), (1.2637, 1.2712), (1.2484, 1.2623),
+            (1.2401, 1.2588)]
+    keras = "".join(f"Epoch {i}/5\n880/880 [====] - 540s - loss: {a} - acc: 0.4750 - "
+                    f"val_loss: {b} - val_acc: 0.4455\n" for i, (a, b) in enumerate(rows, 1))
+    diagnosis = diagnose(keras)
+    assert diagnosis.cause == "single_class_labels" and diagnosis.params["accuracy"] == 0.4455
+    moving = keras.replace("val_acc: 0.4455", "val_acc: 0.4{}").format(*"56789")
+    assert diagnose(moving).cause != "single_class_labels"
+
+
+def test_training_accuracy_near_100_far_above_held_out_accuracy_is_overfitting() -> None:
+    log = "".join(f"Iter {i}: Training Loss = 0.0{i % 5 + 1}, Accuracy = 1.0000\n"
+                  for i in range(20, 100, 20)) + "Iter 120: Testing Accuracy = 0.4336\n"
+    diagnosis = diagnose(log)
+    assert diagnosis.cause == "overfitting" and diagnosis.rule_id == "MR-PREC-104"
+    assert diagnosis.params["eval_accuracy"] == 0.4336
+
+
+def test_a_hard_tasks_usual_accuracy_gap_is_no_overfitting() -> None:
+    """CIFAR-100 trained to 99.9 % with 77 % held out is a healthy run."""
+    log = "".join(f"epoch {e} train_acc {min(99.9, 60 + 8 * e):.1f} val_acc "
+                  f"{min(77.0, 50 + 5 * e):.1f} loss {2.0 / e:.3f}\n" for e in range(1, 11))
+    assert diagnose(log).cause is None
+
+
+def test_a_zero_shot_evaluation_before_training_is_no_gap() -> None:
+    log = ("**** Zero-shot CLIP's test accuracy: 54.53. ****\n"
+           + "".join(f"LR: 0.00001, Acc: {min(100.0, 60 + 10 * i):.4f}, Loss: 0.{9 - i}000\n"
+                     for i in range(8)))
+    assert diagnose(log).cause is None
+
+
+@pytest.mark.parametrize("line", [
+    "2025-09-16 18:56:16,836 - __main__ - INFO - Finetuning completed successfully!",
+    "All folds complete. Aggregated accuracy: 0.4966",
+    "Experiment finished.",
+])
+def test_the_runs_own_word_that_it_finished(line: str) -> None:
+    (ended,) = RunEndedExtractor().feed(Line(7, line))
+    assert ended.line == 7
+
+
+def test_a_report_of_finished_work_inside_a_sentence_is_no_end() -> None:
+    assert RunEndedExtractor().feed(Line(1, "Downloading shards: done")) == ()
