@@ -121,3 +121,41 @@ def test_the_runs_own_word_that_it_finished(line: str) -> None:
 
 def test_a_report_of_finished_work_inside_a_sentence_is_no_end() -> None:
     assert RunEndedExtractor().feed(Line(1, "Downloading shards: done")) == ()
+
+
+def test_a_binary_tasks_four_counts_are_a_matrix() -> None:
+    log = ("INFO:__main__:***** Eval results *****\nINFO:__main__:  fn = 0\n"
+           "INFO:__main__:  fp = 2529\nINFO:__main__:  mcc = 0.0\nINFO:__main__:  tn = 0\n"
+           "INFO:__main__:  tp = 2471\n")
+    (matrix,) = matrices(log)
+    assert matrix.rows == ((0, 2529), (0, 2471))
+    diagnosis = diagnose(log)
+    assert diagnosis.cause == "single_class_labels" and diagnosis.params["predicted_class"] == 1
+    mixed = log.replace("fn = 0", "fn = 310").replace("tn = 0", "tn = 2219")
+    assert diagnose(mixed).cause is None
+
+
+def test_a_negative_loss_is_no_collapse_to_zero() -> None:
+    """nnU-Net's CE - Dice loss goes below 0 on a healthy run."""
+    log = "".join(f"epoch: {e}\ntrain loss : {-0.39 + e / 1000:.4f}\nvalidation loss: "
+                  f"{-0.40 - e / 1000:.4f}\n" for e in range(162, 166))
+    assert diagnose(log).cause is None
+
+
+def test_a_held_out_accuracy_at_chance_beside_a_rising_training_accuracy_is_overfitting() -> None:
+    """The held-out metric never moved, but the training set was learned: it did fit."""
+    rows = [(0.4826, 1.3670, 74.9, 52.7), (0.3215, 1.7187, 85.6, 51.1),
+            (0.2501, 1.9813, 89.4, 53.0), (0.1943, 2.1985, 92.0, 51.1),
+            (0.1545, 2.3306, 93.8, 51.4), (0.1257, 2.5236, 95.1, 50.9),
+            (0.1081, 2.6030, 95.8, 51.8)]
+    log = "".join(f"Epoch {i} | Train Loss {a} | Valid Loss {b} | Train Acc {c} | Valid Acc {d}\n"
+                  for i, (a, b, c, d) in enumerate(rows, 1))
+    assert diagnose(log).cause == "overfitting"
+
+
+def test_two_evaluations_climbing_to_several_times_a_falling_training_loss() -> None:
+    log = ("iter 799: loss 0.6466\nstep 800: train loss 0.9795, val loss 3.7535\n"
+           "iter 999: loss 0.3390\nstep 1000: train loss 0.6703, val loss 3.8986\n")
+    assert diagnose(log).cause == "overfitting"
+    close = log.replace("3.7535", "1.2535").replace("3.8986", "1.2786")
+    assert diagnose(close).cause is None

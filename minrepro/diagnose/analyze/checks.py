@@ -95,9 +95,10 @@ EVAL_LOSS_RISES = AnalyzerCheck(
     "After its best evaluation the held-out loss climbs while the training loss keeps falling.",
     "analyze/curves.py: overfitting")
 GENERALISATION_GAP = AnalyzerCheck(
-    "MR-PREC-103", "overfitting", "Validation loss ten times the training loss",
+    "MR-PREC-103", "overfitting", "Validation loss far above the training loss",
     "Few evaluations, but the held-out loss is an order of magnitude above a small training "
-    "loss.", "analyze/curves.py: overfitting")
+    "loss, or climbs to several times a training loss that keeps falling.",
+    "analyze/heldout.py: overfitting")
 ACCURACY_GAP = AnalyzerCheck(
     "MR-PREC-104", "overfitting", "Training accuracy near 100 % far above held-out accuracy",
     "The training set is classified almost perfectly while held-out accuracy stays 35 points "

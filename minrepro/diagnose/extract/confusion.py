@@ -7,7 +7,13 @@ Real texts (AttnSleep's trainer, sklearn's confusion_matrix printed by numpy):
    ...
    [    0     0  7271     0     0]]
 Also a torch tensor (`tensor([[12,  0], [ 3,  0]])`) and a list of lists with commas. A
-matrix whose rows numpy wrapped over several lines (many classes) is left unread.
+matrix whose rows numpy wrapped over several lines (many classes) is left unread. A binary
+task's four counts, on one line or a few (pytorch-transformers' and BERT's eval results):
+  INFO:__main__:  fn = 0          INFO:tensorflow:  eval_fn = 106.0
+  INFO:__main__:  fp = 2529       INFO:tensorflow:  eval_fp = 0.0
+  INFO:__main__:  tn = 0          ...
+  INFO:__main__:  tp = 2471
+are the matrix [[tn, fp], [fn, tp]].
 """
 
 from __future__ import annotations
@@ -23,10 +29,16 @@ _ROW = lazy(r"^\s*(?:[\w ]{0,40}[:=]\s*)?(?:tensor\()?\[?\[\s*(\d+(?:[\s,]+\d+){
             r"(\])?\s*(?:\)|,)?\s*$")
 HEADING_LINES = 2  # the first row within this many lines of the heading
 MAX_ROWS = 256
+#: One of a binary task's counts: `tn = 0`, `eval_fp = 0.0`, `TP: 12`.
+_COUNT = lazy(r"(?<![\w.])(?:eval_|test_|val_)?(tp|fp|tn|fn)\s*[=:]\s*(\d{1,12})(?:\.0+)?(?![\w.])",
+              re.IGNORECASE)
+COUNT_LINES = 12  # the four counts within this many lines
 
 
 class ConfusionExtractor:
-    TRIGGERS = ("onfusion",)  # "Confusion Matrix", "confusion matrix", "confusion_matrix"
+    # "Confusion Matrix", "confusion_matrix"; a binary task's counts
+    TRIGGERS = ("onfusion", *(f"{n}{s}" for n in ("tp", "fp", "tn", "fn", "TP", "FP", "TN", "FN")
+                              for s in (" =", "=", ":", " :")))
     SELECT: tuple[str, ...] = ()
 
     def __init__(self) -> None:
@@ -34,12 +46,16 @@ class ConfusionExtractor:
         self._rows: list[tuple[int, ...]] = []
         self._lines: list[Line] = []  # the first and last row's
         self._rank: int | None = None
+        self._counts: dict[str, int] = {}
+        self._count_lines: list[Line] = []
 
     @property
     def idle(self) -> bool:
         return not self._heading
 
     def feed(self, line: Line) -> Sequence[ConfusionMatrix]:
+        if "onfusion" not in line.text and not self._heading:
+            return self._binary(line)
         if "onfusion" in line.text:
             found = self._finish()
             self._heading, self._rank = line.line, line.rank
@@ -72,6 +88,22 @@ class ConfusionExtractor:
             return (ConfusionMatrix(line=first.line, rows=tuple(rows), rank=self._rank,
                                     text=first.text[:300], last=(last.line, last.text[:300])),)
         return ()
+
+    def _binary(self, line: Line) -> tuple[ConfusionMatrix, ...]:
+        found = _COUNT.findall(line.text)
+        if not found:
+            return ()
+        if self._count_lines and line.line - self._count_lines[0].line > COUNT_LINES:
+            self._counts, self._count_lines = {}, []
+        self._counts.update((name.lower(), int(value)) for name, value in found)
+        self._count_lines = [self._count_lines[0], line] if self._count_lines else [line]
+        if len(self._counts) < 4:
+            return ()
+        c, (first, last) = self._counts, (self._count_lines[0], self._count_lines[-1])
+        self._counts, self._count_lines = {}, []
+        return (ConfusionMatrix(line=first.line, rows=((c["tn"], c["fp"]), (c["fn"], c["tp"])),
+                                rank=line.rank, text=first.text[:300],
+                                last=(last.line, last.text[:300])),)
 
     def close(self) -> Sequence[ConfusionMatrix]:
         return self._finish()
