@@ -159,3 +159,14 @@ def test_two_evaluations_climbing_to_several_times_a_falling_training_loss() -> 
     assert diagnose(log).cause == "overfitting"
     close = log.replace("3.7535", "1.2535").replace("3.8986", "1.2786")
     assert diagnose(close).cause is None
+
+
+def test_a_one_by_one_matrix_and_the_loaders_count_say_one_class() -> None:
+    log = ("2025-06-12 09:05:37,522 - leaf_training - INFO - 发现 1 个类别: ['番茄']\n"
+           + "".join("  训练损失: 0.0000 | 训练准确率: 1.0000\n"
+                     "2025-06-12 09:07:04,032 - leaf_training - INFO - 混淆矩阵:\n[[700]]\n"
+                     for _ in range(3)))
+    (matrix, *_) = matrices(log)
+    assert matrix.rows == ((700,),)
+    assert diagnose(log).cause == "single_class_labels"
+    assert diagnose("Found 2800 images belonging to 1 classes.\n").cause == "single_class_labels"

@@ -25,7 +25,7 @@ from minrepro.model import ConfusionMatrix, Line
 from minrepro.patterns import lazy
 
 #: One row of integer counts: `[[ 0 0 7917 0 0]`, ` [0, 0, 12],`, `tensor([[12,  0],`.
-_ROW = lazy(r"^\s*(?:[\w ]{0,40}[:=]\s*)?(?:tensor\()?\[?\[\s*(\d+(?:[\s,]+\d+){1,255})\s*,?\s*\]"
+_ROW = lazy(r"^\s*(?:[\w ]{0,40}[:=]\s*)?(?:tensor\()?\[?\[\s*(\d+(?:[\s,]+\d+){0,255})\s*,?\s*\]"
             r"(\])?\s*(?:\)|,)?\s*$")
 HEADING_LINES = 2  # the first row within this many lines of the heading
 MAX_ROWS = 256
@@ -37,8 +37,9 @@ COUNT_LINES = 12  # the four counts within this many lines
 
 class ConfusionExtractor:
     # "Confusion Matrix", "confusion_matrix"; a binary task's counts
-    TRIGGERS = ("onfusion", *(f"{n}{s}" for n in ("tp", "fp", "tn", "fn", "TP", "FP", "TN", "FN")
-                              for s in (" =", "=", ":", " :")))
+    TRIGGERS = ("onfusion", "混淆矩阵",
+                *(f"{n}{s}" for n in ("tp", "fp", "tn", "fn", "TP", "FP", "TN", "FN")
+                  for s in (" =", "=", ":", " :")))
     SELECT: tuple[str, ...] = ()
 
     def __init__(self) -> None:
@@ -54,9 +55,10 @@ class ConfusionExtractor:
         return not self._heading
 
     def feed(self, line: Line) -> Sequence[ConfusionMatrix]:
-        if "onfusion" not in line.text and not self._heading:
+        heading = "onfusion" in line.text or "混淆矩阵" in line.text
+        if not heading and not self._heading:
             return self._binary(line)
-        if "onfusion" in line.text:
+        if heading:
             found = self._finish()
             self._heading, self._rank = line.line, line.rank
             self._rows, self._lines = [], []
@@ -83,7 +85,7 @@ class ConfusionExtractor:
 
     def _finish(self) -> tuple[ConfusionMatrix, ...]:
         rows, self._rows, self._heading = self._rows, [], 0
-        if len(rows) >= 2 and len(rows) == len(rows[0]):
+        if rows and len(rows) == len(rows[0]):  # [[700]]: one class, labels and predictions
             first, last = self._lines[0], self._lines[-1]
             return (ConfusionMatrix(line=first.line, rows=tuple(rows), rank=self._rank,
                                     text=first.text[:300], last=(last.line, last.text[:300])),)
