@@ -170,3 +170,11 @@ def test_a_one_by_one_matrix_and_the_loaders_count_say_one_class() -> None:
     assert matrix.rows == ((700,),)
     assert diagnose(log).cause == "single_class_labels"
     assert diagnose("Found 2800 images belonging to 1 classes.\n").cause == "single_class_labels"
+
+
+def test_a_loss_that_never_moves_a_digit_is_stuck() -> None:
+    """Softmax over one output under MSE: no gradient, the very same loss every epoch."""
+    log = "".join(f"[ Info: Epoch {e}\nloss : 0.28823234186242325\n" for e in range(1, 11))
+    assert diagnose(log).cause == "loss_stagnation"
+    rounded = "".join(f"epoch {e} loss : 0.29\n" for e in range(1, 11))  # two decimals: maybe
+    assert diagnose(rounded).cause is None

@@ -44,9 +44,11 @@ from minrepro.diagnose.analyze.trends import (
     above_the_noise,
     classes_for,
     flatness,
+    frozen,
     levels,
     mean,
     median,
+    settled,
     windows,
 )
 from minrepro.model import (
@@ -333,14 +335,17 @@ def _plateau_finding(state: CurveState, series: Series, *, summed: bool,
     elif classes and flat:
         score = 0.75
     elif classes:
-        score = 0.65 if _settled(values) else 0.45
+        score = 0.65 if settled(values) else 0.45
     elif held_out:  # evaluation after evaluation the same, and no metric got better
         score = 0.55 if len(values) >= FLAT_EVALS else 0.45
     elif (series.first_epoch or 0) > 1:
         score = 0.4  # a resumed run that starts on its plateau may just have converged
+    elif frozen(values):
+        score = 0.6  # not one digit moves: no step changes the model (no gradient reaches it)
     else:
         score = 0.55 if len(values) >= FLAT_POINTS else 0.45
     return finding(checks.LOSS_PLATEAU, score, [points[0], points[-1]], params=params)
+
 
 
 def _learning_rate_always_zero(state: CurveState) -> bool:
@@ -366,17 +371,6 @@ def _evident_classes(state: CurveState, level: float, values: list[float]) -> in
             if abs(share - 1 / classes) <= 0.5 / classes:
                 return classes
     return None
-
-
-def _settled(values: list[float]) -> bool:
-    """The second half sits in a tight band (a noisy loss hovering at its level)."""
-    tail = values[len(values) // 2:]
-    if len(tail) < 3:
-        return False
-    ordered = sorted(tail)
-    low, high = ordered[len(ordered) // 4], ordered[(3 * len(ordered)) // 4]
-    level = median(tail)
-    return level > 0.05 and (high - low) / level <= 0.05
 
 
 def _falls(values: list[float]) -> bool:

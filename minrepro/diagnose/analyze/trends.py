@@ -112,3 +112,19 @@ def above_the_noise(values: list[float], first: float, peak: float) -> bool:
     per_window = max(len(logs) // len(spans), 1)
     noise = math.sqrt(2.0) * 1.2533 * spread / math.sqrt(per_window)
     return math.log(peak / first) >= 4.0 * noise
+
+
+def settled(values: list[float]) -> bool:
+    """The second half sits in a tight band (a noisy loss hovering at its level)."""
+    tail = values[len(values) // 2:]
+    if len(tail) < 3:
+        return False
+    ordered = sorted(tail)
+    low, high = ordered[len(ordered) // 4], ordered[(3 * len(ordered)) // 4]
+    level = median(tail)
+    return level > 0.05 and (high - low) / level <= 0.05
+
+
+def frozen(values: list[float]) -> bool:
+    """Six records or more of the very same loss, printed to more than two decimals."""
+    return len(values) >= 6 and len(set(values)) == 1 and values[0] != round(values[0], 2)
