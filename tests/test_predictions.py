@@ -178,3 +178,8 @@ def test_a_loss_that_never_moves_a_digit_is_stuck() -> None:
     assert diagnose(log).cause == "loss_stagnation"
     rounded = "".join(f"epoch {e} loss : 0.29\n" for e in range(1, 11))  # two decimals: maybe
     assert diagnose(rounded).cause is None
+
+
+def test_rows_of_different_lengths_leave_no_matrix_behind() -> None:
+    log = "Confusion matrix:\n[[1 2]\n [3 4]\n [5 6 7]]\nConfusion matrix:\nnone yet\n"
+    assert matrices(log) == []

@@ -64,8 +64,6 @@ class ConfusionExtractor:
             self._rows, self._lines = [], []
             row = _ROW.match(line.text)  # `confusion matrix: [[12 0]` on the heading's line
             return found + (self._add(row, line) if row else ())
-        if not self._heading:
-            return ()
         row = _ROW.match(line.text)
         if row is None:
             return self._finish()
@@ -77,7 +75,7 @@ class ConfusionExtractor:
     def _add(self, row: re.Match[str], line: Line) -> tuple[ConfusionMatrix, ...]:
         counts = tuple(int(n) for n in row.group(1).replace(",", " ").split())
         if self._rows and len(counts) != len(self._rows[0]) or len(self._rows) >= MAX_ROWS:
-            self._heading = 0
+            self._heading, self._rows = 0, []  # no matrix: rows of other lengths, or too many
             return ()
         self._lines = [self._lines[0], line] if self._lines else [line]
         self._rows.append(counts)
