@@ -394,6 +394,11 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
             "Transformers does not recognize this architecture. This could be because of an "
             "issue with the checkpoint, or because your version of Transformers is out of "
             "date."), "environment"),
+    # a compiler the run calls fails (torch.compile's C++ wrapper): the build tools
+    (tb(USER, ("/usr/lib/python3.11/subprocess.py", "check_call",
+               "raise CalledProcessError(retcode, process.args,"),
+        exc="subprocess.CalledProcessError: Command '['g++', '/tmp/torchinductor_u/mc/x.cpp', "
+            "'-shared', '-fPIC']' returned non-zero exit status 1."), "environment"),
 ])
 def test_root_from_where_it_was_raised(log: str, root: str) -> None:
     diagnosis = diagnose(log)

@@ -131,7 +131,10 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "torch build) or a prebuilt release (DS_BUILD_OPS=1 pip install deepspeed).",
              message=r"'DeepSpeed\w+' object has no attribute '(?:ds_\w+|\w+_op)'|"
                      r"Ninja is required to load C\+\+ extensions|"
-                     r"Error building extension '\w+'"),
+                     r"Error building extension '\w+'|"
+                     # a compiler the run calls (torch.compile's C++ wrapper, a JIT extension)
+                     r"CppCompileError|Command '\[['\"](?:[^'\"]*[/\\])?(?:g\+\+|gcc|c\+\+|"
+                     r"clang(?:\+\+)?|nvcc|ninja|cl(?:\.exe)?)['\"]"),
     RootRule("MR-ROOT-013", E, "The machine ran out of disk space (or its storage failed a "
              "write)", "Free disk space or write checkpoints elsewhere; check the file system "
              "the job writes to.",
