@@ -399,6 +399,11 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
                "raise CalledProcessError(retcode, process.args,"),
         exc="subprocess.CalledProcessError: Command '['g++', '/tmp/torchinductor_u/mc/x.cpp', "
             "'-shared', '-fPIC']' returned non-zero exit status 1."), "environment"),
+    # a launched child that died of an access violation (Windows' 0xC0000005): a native crash
+    (tb(USER, ("/venv/Lib/site-packages/accelerate/commands/launch.py", "simple_launcher",
+               "raise subprocess.CalledProcessError(returncode=process.returncode, cmd=cmd)"),
+        exc="subprocess.CalledProcessError: Command '['python.exe', 'train_network.py']' "
+            "returned non-zero exit status 3221225477."), "environment"),
 ])
 def test_root_from_where_it_was_raised(log: str, root: str) -> None:
     diagnosis = diagnose(log)
