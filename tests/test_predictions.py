@@ -183,3 +183,15 @@ def test_a_loss_that_never_moves_a_digit_is_stuck() -> None:
 def test_rows_of_different_lengths_leave_no_matrix_behind() -> None:
     log = "Confusion matrix:\n[[1 2]\n [3 4]\n [5 6 7]]\nConfusion matrix:\nnone yet\n"
     assert matrices(log) == []
+
+
+def test_a_cross_entropy_part_in_the_billions_is_a_divergence() -> None:
+    """mmdetection at the 8-GPU learning rate on one GPU: no climb shown, the logits gone."""
+    log = ("2021-01-03 10:02:15,629 - mmdet - INFO - Epoch [1][500/58633]   lr: 1.996e-02, "
+           "time: 0.434, loss_rpn_cls: 2.5725, loss_rpn_bbox: 0.0047, loss_cls: 2326544033.5461, "
+           "acc: 84.1525, loss_bbox: 135189261.4936, loss: 2461733416.8998\n")
+    diagnosis = diagnose(log)
+    assert diagnosis.cause == "lr_divergence" and diagnosis.rule_id == "MR-CONV-102"
+    regression = log.replace("loss_cls: 2326544033.5461", "loss_cls: 0.3461").replace(
+        "loss_bbox: 135189261.4936", "loss_bbox: 13518.4936")  # a summed box loss may be large
+    assert diagnose(regression).cause != "lr_divergence"

@@ -32,7 +32,7 @@ import math
 from minrepro.diagnose.analyze import checks
 from minrepro.diagnose.analyze.curvestate import CurveState
 from minrepro.diagnose.analyze.heldout import collapse, one_class_predicted, overfitting
-from minrepro.diagnose.analyze.quality import quality_improved
+from minrepro.diagnose.analyze.quality import accuracy_rose, quality_improved
 from minrepro.diagnose.analyze.resources import (
     data_bound,
     finding,
@@ -106,8 +106,8 @@ def run_checks(state: CurveState) -> list[Finding]:
     curves, and on the curves its last records are of where those differ (how the run
     ended: a last run, a pasted tail), the stronger of the two."""
     results = []
-    for check in (divergence, bad_part, nan_at_start, transient_nan, stagnation, collapse,
-                  one_class_predicted, overfitting, data_bound, memory_growth,
+    for check in (divergence, exploded_part, bad_part, nan_at_start, transient_nan, stagnation,
+                  collapse, one_class_predicted, overfitting, data_bound, memory_growth,
                   host_memory_growth):
         found = [check(state)]
         if _ends_elsewhere(state):
@@ -190,6 +190,14 @@ def bad_part(state: CurveState) -> Finding | None:
         return None
     return finding(checks.LOSS_PART_NOT_FINITE, 0.6, [record], params={"loss_part": name},
                    supersedes=("lr_divergence",))
+
+
+def exploded_part(state: CurveState) -> Finding | None:
+    """A cross-entropy part of the loss at 1e4 or more (loss_cls: 2.3e9): only logits blown
+    up by steps too large get there, though the log may show no climb before it."""
+    if state.exploded_part is None:
+        return None
+    return finding(checks.LOSS_SPIKES, 0.6, [state.exploded_part[1]])
 
 
 #: A first loss record at a step past this may follow a divergence the log did not show.
@@ -292,7 +300,7 @@ def _at(points: list[Point], span: tuple[int, int]) -> Point:
 
 
 def stagnation(state: CurveState) -> Finding | None:
-    if _accuracy_rose(state) or quality_improved(state):
+    if accuracy_rose(state) or quality_improved(state):
         return None  # a model guessing uniformly does not get better at the task
     train = state.main("loss")
     train_falls = _falls(train.values())
@@ -376,18 +384,5 @@ def _evident_classes(state: CurveState, level: float, values: list[float]) -> in
 def _falls(values: list[float]) -> bool:
     found = levels(values)
     return len(values) >= 3 and found[-1] < 0.9 * found[0]
-
-
-def _accuracy_rose(state: CurveState) -> bool:
-    """Accuracy (train or held-out) up by ten points or more: the mean of its last third
-    against that of its first (per-batch accuracy is noisy)."""
-    for name in ("accuracy", "eval_accuracy"):
-        values = state.main(name).values()
-        if len(values) >= 2:
-            third = max(1, len(values) // 3)
-            scale = 100.0 if max(values) > 1.0 else 1.0
-            if mean(values[-third:]) - mean(values[:third]) >= 0.1 * scale:
-                return True
-    return False
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from minrepro.diagnose.analyze.series import Point, Series
 from minrepro.diagnose.extract.metricnames import quality_direction
+from minrepro.patterns import lazy
 
 #: The metric names (normalised, see extract/metricnames.py) whose history is kept; held-out
 #: quality metrics (eval_accuracy, eval_bbox_map, ...) are kept too, see `quality`.
@@ -146,6 +147,12 @@ _PART_LINES = 8  # lines after a total within which its parts, one a line, are p
 _Where = tuple[int, "int | None", str]  # a record's line, rank and text
 
 
+#: A loss part that is a cross-entropy (its name's word): bounded by a few units for any
+#: logits that have not blown up.
+_CLASSIFICATION_PART = lazy(r"(?:^|_)(?:cls|ce|xent|nll|cross_entropy|classification)(?:_|$)")
+EXPLODED = 1e4
+
+
 def _part_names(values: dict[str, float]) -> list[str]:
     """The names of a summed loss's parts among a record's values (loss_cls, rpn_loss_box)."""
     return [n for n in values if "loss" in n and n != "loss" and not n.endswith("_avg")
@@ -169,6 +176,9 @@ class CurveState:
         #: the first record where a part of a summed loss is NaN/Inf while most others are
         #: finite: (the first such part's name, the record)
         self.lone_bad_part: tuple[str, Point] | None = None
+        #: the first record of a classification loss part far past any level cross-entropy
+        #: reaches with finite logits (loss_cls: 2326544033.5): (its name, the record)
+        self.exploded_part: tuple[str, Point] | None = None
         #: the run's first training-loss record, when the log gives it step 0 (computed with
         #: the initial weights, before any optimizer step)
         self.loss_at_step_0: Point | None = None
@@ -212,6 +222,12 @@ class CurveState:
                 self.loss_at_step_0 = first
         if self.lone_bad_part is None:
             self._gather_parts(given, parts, (line, rank, text), step)
+        if self.exploded_part is None:
+            huge = [n for n in parts if _CLASSIFICATION_PART.search(n)
+                    and EXPLODED <= given[n] < math.inf]
+            if huge:
+                self.exploded_part = (huge[0], Point(line=line, value=given[huge[0]], rank=rank,
+                                                     text=text[:300]))
 
     def _gather_parts(self, given: dict[str, float], parts: list[str], where: _Where,
                       step: int | None) -> None:

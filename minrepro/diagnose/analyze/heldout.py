@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from minrepro.diagnose.analyze import checks
 from minrepro.diagnose.analyze.curvestate import CurveState
-from minrepro.diagnose.analyze.quality import quality_improved, still_improving
+from minrepro.diagnose.analyze.quality import accuracy_rose, quality_improved, still_improving
 from minrepro.diagnose.analyze.resources import finding
 from minrepro.diagnose.analyze.series import Point
 from minrepro.diagnose.analyze.trends import levels, mean, median
@@ -123,7 +123,7 @@ def overfitting(state: CurveState) -> Finding | None:
         return None  # the held-out loss rises, but the model still gets better at the task
     worse = _quality_got_worse(state)
     if state.quality() and not quality_improved(state, margin=FELL) and not _quality_got_worse(
-            state, margin=FELL) and not _training_accuracy_rose(state):
+            state, margin=FELL) and not accuracy_rose(state, ("accuracy",)):
         return None  # the held-out metric never moved: it never fit (labels? the eval set?)
     return finding(checks.EVAL_LOSS_RISES, 0.8 if worse else 0.7, [evals[best], evals[-1]],
                    params={"best_eval_loss": round(evals[best].value, 4)})
@@ -151,15 +151,6 @@ def _accuracy_gap(state: CurveState) -> Finding | None:
     return finding(checks.ACCURACY_GAP, 0.55, [train[-1], evals[-1]],
                    params={"train_accuracy": round(fitted / scale, 4),
                            "eval_accuracy": round(held_out / scale, 4)})
-
-
-def _training_accuracy_rose(state: CurveState) -> bool:
-    """Training accuracy up by ten points or more (its last third against its first): the
-    model fit its training set, though the held-out metric stayed where it was."""
-    values = state.main("accuracy").values()
-    third = max(1, len(values) // 3)
-    scale = 100.0 if values and max(values) > 1.5 else 1.0
-    return len(values) >= 3 and mean(values[-third:]) - mean(values[:third]) >= 0.1 * scale
 
 
 def _smoothed(values: list[float], half: int = 1) -> list[float]:
