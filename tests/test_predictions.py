@@ -195,3 +195,26 @@ def test_a_cross_entropy_part_in_the_billions_is_a_divergence() -> None:
     regression = log.replace("loss_cls: 2326544033.5461", "loss_cls: 0.3461").replace(
         "loss_bbox: 135189261.4936", "loss_bbox: 13518.4936")  # a summed box loss may be large
     assert diagnose(regression).cause != "lr_divergence"
+
+
+REPORT = """              precision    recall  f1-score   support
+
+           0       0.00      0.00      0.00        42
+           1       0.40      1.00      0.57        28
+
+    accuracy                           0.40        70
+   macro avg       0.20      0.50      0.29        70
+weighted avg       0.16      0.40      0.23        70
+"""
+
+
+def test_a_classification_report_with_every_sample_in_one_class_is_one_class() -> None:
+    diagnosis = diagnose(REPORT)
+    assert diagnosis.cause == "single_class_labels" and diagnosis.rule_id == "MR-CONV-109"
+    assert diagnosis.params["predicted_class"] == 1
+
+
+def test_a_classification_report_of_a_model_that_tells_classes_apart_is_no_finding() -> None:
+    mixed = REPORT.replace("0.00      0.00      0.00        42",
+                           "0.81      0.62      0.70        42")
+    assert diagnose(mixed).cause is None

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
+from minrepro.diagnose.extract.clsreport import ClassificationReportExtractor
 from minrepro.diagnose.extract.confusion import ConfusionExtractor
 from minrepro.diagnose.extract.cuda import CudaAssertExtractor, OomExtractor
 from minrepro.diagnose.extract.env import EnvExtractor
@@ -37,6 +38,7 @@ from minrepro.diagnose.literals import LiteralSet
 from minrepro.model import Event, Line
 
 __all__ = [
+    "ClassificationReportExtractor",
     "ConfusionExtractor",
     "CudaAssertExtractor",
     "EnvExtractor",
@@ -60,7 +62,7 @@ __all__ = [
 EXTRACTOR_CLASSES = (TracebackExtractor, CudaAssertExtractor, OomExtractor, MetricExtractor,
                      LossScaleExtractor, NcclExtractor, WorkerKilledExtractor, EnvExtractor,
                      RunEndedExtractor, KillExtractor, UsageExtractor, PackageExtractor,
-                     ConfusionExtractor)
+                     ConfusionExtractor, ClassificationReportExtractor)
 
 
 _ROUTES = 1024  # sets of trigger words whose extractors are kept
