@@ -218,3 +218,19 @@ def test_a_classification_report_of_a_model_that_tells_classes_apart_is_no_findi
     mixed = REPORT.replace("0.00      0.00      0.00        42",
                            "0.81      0.62      0.70        42")
     assert diagnose(mixed).cause is None
+
+
+def test_a_held_out_loss_nan_beside_a_finite_training_loss_is_the_held_out_datas() -> None:
+    """Time-Series-Library's line: the weights are sound, the validation data are not."""
+    log = "".join(f"Epoch: {e}, Steps: 35 | Train Loss: {1.03 - e / 100:.7f} Vali Loss: nan "
+                  f"Test Loss: 1.4440242\n" for e in range(1, 4))
+    diagnosis = diagnose(log)
+    assert diagnosis.cause == "nan_in_data" and diagnosis.rule_id == "MR-CONV-110"
+    both = log.replace("Train Loss: 1.0", "Train Loss: nan 1.0")  # training NaN too: not this
+    assert diagnose(both).rule_id != "MR-CONV-110"
+
+
+def test_a_held_out_loss_nan_now_and_then_is_no_held_out_data_fault() -> None:
+    log = "".join(f"avg. train_loss {26 - e / 10:.3f}\navg. test_loss "
+                  f"{'nan' if e % 3 == 0 else 5.43} avg. Accuracy@1 2.041\n" for e in range(1, 10))
+    assert diagnose(log).rule_id != "MR-CONV-110"

@@ -71,6 +71,11 @@ LOSS_NAN_TRANSIENT = AnalyzerCheck(
     "in a run without mixed precision: weights blown up by a step too large stay NaN, so the "
     "NaN came with those batches (a NaN or Inf in their inputs or targets, an empty or "
     "degenerate sample) and the loop went on past them.", "analyze/curves.py: transient NaN")
+EVAL_LOSS_NOT_FINITE = AnalyzerCheck(
+    "MR-CONV-110", "nan_in_data", "Held-out loss NaN while the training loss stays finite",
+    "The evaluation loss is NaN/Inf while the training loss printed beside it stays finite: the "
+    "weights are sound, so the held-out data (or their preprocessing: a normalisation by a "
+    "zero spread, a missing value) hold the NaN.", "analyze/heldout.py: held-out NaN")
 LOSS_PLATEAU = AnalyzerCheck(
     "MR-CONV-103", "loss_stagnation", "Loss flat on a plateau (at ln C: uniform guessing)",
     "The loss stays in a narrow band for the whole run; at ln(C) for C classes the model "
@@ -115,7 +120,7 @@ NCCL_WATCHDOG = AnalyzerCheck(
 CHECKS: tuple[AnalyzerCheck, ...] = (
     OOM_FULL_CARD, OOM_FRAGMENTED, GPU_MEMORY_GROWS, HOST_MEMORY_GROWS, LOSS_NOT_FINITE,
     LOSS_SPIKES, LOSS_PART_NOT_FINITE, LOSS_NAN_AT_START, LOSS_NAN_FIRST_RECORD,
-    LOSS_NAN_TRANSIENT, LOSS_PLATEAU, LOSS_COLLAPSE, ONE_CLASS_PREDICTED, LOSS_SCALE_COLLAPSE,
-    EVAL_LOSS_RISES,
-    GENERALISATION_GAP, ACCURACY_GAP, DATA_TIME_SHARE, NCCL_WATCHDOG,
+    LOSS_NAN_TRANSIENT, EVAL_LOSS_NOT_FINITE, LOSS_PLATEAU, LOSS_COLLAPSE, ONE_CLASS_PREDICTED,
+    LOSS_SCALE_COLLAPSE, EVAL_LOSS_RISES, GENERALISATION_GAP, ACCURACY_GAP, DATA_TIME_SHARE,
+    NCCL_WATCHDOG,
 )

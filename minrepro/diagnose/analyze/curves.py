@@ -31,7 +31,12 @@ import math
 
 from minrepro.diagnose.analyze import checks
 from minrepro.diagnose.analyze.curvestate import CurveState
-from minrepro.diagnose.analyze.heldout import collapse, one_class_predicted, overfitting
+from minrepro.diagnose.analyze.heldout import (
+    collapse,
+    held_out_nan,
+    one_class_predicted,
+    overfitting,
+)
 from minrepro.diagnose.analyze.quality import accuracy_rose, quality_improved
 from minrepro.diagnose.analyze.resources import (
     data_bound,
@@ -107,8 +112,8 @@ def run_checks(state: CurveState) -> list[Finding]:
     ended: a last run, a pasted tail), the stronger of the two."""
     results = []
     for check in (divergence, exploded_part, bad_part, nan_at_start, transient_nan, stagnation,
-                  collapse, one_class_predicted, overfitting, data_bound, memory_growth,
-                  host_memory_growth):
+                  collapse, one_class_predicted, held_out_nan, overfitting, data_bound,
+                  memory_growth, host_memory_growth):
         found = [check(state)]
         if _ends_elsewhere(state):
             state.at_end = True

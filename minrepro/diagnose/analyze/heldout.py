@@ -61,6 +61,23 @@ def _eval_at_chance(state: CurveState) -> tuple[Point, int | None] | None:
     return None
 
 
+# --- held-out NaN -------------------------------------------------------------------------
+
+
+def held_out_nan(state: CurveState) -> Finding | None:
+    """The held-out loss NaN/Inf from its first NaN on, while the training loss printed
+    beside it stays finite (to the end): the weights are sound, so the held-out data, or
+    their normalisation (a constant column divided by its zero spread), hold the NaN."""
+    train_series, eval_series = state.paired("loss", "eval_loss")
+    train, bad = train_series.points(), eval_series.first_bad
+    if bad is None or not train or train_series.first_bad is not None \
+            or eval_series.finite_after:
+        return None  # (a held-out loss NaN now and then, finite between, is a batch's)
+    beside = min(train, key=lambda p: abs(p.line - bad.line))
+    return finding(checks.EVAL_LOSS_NOT_FINITE, 0.6, [beside, bad],
+                   supersedes=("lr_divergence",))
+
+
 # --- one class predicted -----------------------------------------------------------------
 
 #: Held-out metrics of the classes a model must tell apart: exactly 0 means no sample of them

@@ -57,7 +57,7 @@ ALIASES: dict[str, str] = {
 }
 STEP_KEYS = frozenset(("step", "global_step", "iter", "iteration", "it", "num_updates",
                        "train_global_step", "trainer_global_step"))
-_EVAL_PREFIXES = ("eval_", "val_", "valid_", "validation_", "test_", "testing_")
+_EVAL_PREFIXES = ("eval_", "val_", "vali_", "valid_", "validation_", "test_", "testing_")
 _EVAL_SUFFIXES = ("_val", "_valid", "_test", "_eval")
 _LOSS_SETTING = lazy(r"_(?:weights?|coef|coeff|coefficient|factor|lambda|alpha|beta|type|fn|"
                      r"func|name|start|warmup|every|freq)$|^lambda_")

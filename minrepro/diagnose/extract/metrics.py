@@ -53,7 +53,8 @@ _MULTIWORD = ("max mem|lm loss|learning rate|grad norm|loss scale|val loss|eval 
               "|time cost|cost time")  # "time cost: 12.3s" is a duration, not a cost function
 #: Words that qualify a loss or an accuracy as one name: "Batch loss", "Average Train Loss",
 #: "Discriminator Loss" (a GAN's: not the training loss).
-_QUALIFIED = ("(?:(?:batch|epoch|step|iter|train|training|val|valid|validation|test|testing|eval"
+_QUALIFIED = ("(?:(?:batch|epoch|step|iter|train|training|val|vali|valid|validation|test"
+              "|testing|eval"
               "|initial|final|best|min|lowest"
               "|average|avg|mean|running|total|discriminator|generator|critic|actor"
               "|reconstruction|adversarial|content|style|perceptual|contrastive)\\.? )+"
