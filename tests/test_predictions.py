@@ -234,3 +234,15 @@ def test_a_held_out_loss_nan_now_and_then_is_no_held_out_data_fault() -> None:
     log = "".join(f"avg. train_loss {26 - e / 10:.3f}\navg. test_loss "
                   f"{'nan' if e % 3 == 0 else 5.43} avg. Accuracy@1 2.041\n" for e in range(1, 10))
     assert diagnose(log).rule_id != "MR-CONV-110"
+
+
+def test_a_held_out_loss_that_rises_while_its_dice_holds_is_no_overfitting() -> None:
+    """Crack segmentation: val loss 0.11 -> 0.125 over 600 epochs, val Dice 0.770 -> 0.773."""
+    rows = [(0.10 - e * 0.006, 0.1106 + max(0, e - 3) * 0.0025, 0.770 + (e % 3) * 0.0015)
+            for e in range(10)]
+    log = "".join(f"Epoch {e}: loss={a:.4f}\nValidate: Val Loss={b:.4f}, Val Dice={c:.3f}\n"
+                  for e, (a, b, c) in enumerate(rows))
+    assert diagnose(log).cause is None
+    worse = "".join(f"Epoch {e}: loss={a:.4f}\nValidate: Val Loss={b:.4f}, Val Dice="
+                    f"{0.77 - max(0, e - 3) * 0.02:.3f}\n" for e, (a, b, _) in enumerate(rows))
+    assert diagnose(worse).cause == "overfitting"
