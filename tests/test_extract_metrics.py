@@ -109,6 +109,13 @@ CASES = [
     ("mnist_example_test_line",  # pytorch/examples mnist: the fraction is samples right, no step
      "Test set: Average loss: 0.0335, Accuracy: 9891/10000 (99%)",
      {"eval_loss": 0.0335, "eval_accuracy": 99.0}, None),
+    ("opennmt_xent_is_the_loss",  # OpenNMT-py names its cross-entropy `xent`
+     "[2018-09-20 15:18:39,264 INFO] Step 380000/1000000; acc:  42.02; ppl: 55.22; xent: 4.01; "
+     "lr: 0.00000; 2214/2168 tok/s;    950 sec",
+     {"accuracy": 42.02, "loss": 4.01, "learning_rate": 0.0}, 380000),
+    ("time_series_library_vali_loss",  # Informer / Autoformer / TimesNet: `Vali Loss`
+     "Epoch: 1, Steps: 35 | Train Loss: 1.0262758 Vali Loss: 0.9 Test Loss: 1.1",
+     {"epoch": 1.0, "loss": 1.0262758, "eval_loss": 0.9}, None),
 ]
 
 

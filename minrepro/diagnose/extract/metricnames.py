@@ -35,7 +35,9 @@ ALIASES: dict[str, str] = {
                      "batch_loss", "step_loss", "running_loss", "epoch_loss", "mean_loss",
                      "average_loss", "average_train_loss", "avg_train_loss", "mean_train_loss",
                      "train_epoch_loss", "training_batch_loss", "train_batch_loss",
-                     "main_loss"), "loss"),  # Chainer's reporter: main/loss
+                     "main_loss",  # Chainer's reporter: main/loss
+                     # a cross-entropy printed by its name (OpenNMT-py's `xent: 4.01`)
+                     "xent", "xentropy", "cross_entropy", "crossentropy"), "loss"),
     **dict.fromkeys(("lr", "learning_rate", "current_lr", "cur_lr", "lr_adam", "lr_adamw",
                      "lr_sgd"), "learning_rate"),
     **dict.fromkeys(("grad_norm", "gnorm", "gradient_norm", "total_norm"), "grad_norm"),
