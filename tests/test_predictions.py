@@ -246,3 +246,11 @@ def test_a_held_out_loss_that_rises_while_its_dice_holds_is_no_overfitting() -> 
     worse = "".join(f"Epoch {e}: loss={a:.4f}\nValidate: Val Loss={b:.4f}, Val Dice="
                     f"{0.77 - max(0, e - 3) * 0.02:.3f}\n" for e, (a, b, _) in enumerate(rows))
     assert diagnose(worse).cause == "overfitting"
+
+
+def test_a_best_so_far_loss_printed_as_inf_is_no_divergence() -> None:
+    """A run of 0 epochs prints its initial best (float('inf')), not a loss that blew up."""
+    log = ("09-06 15:04:10 - INFO - __main__ - epochs: 0\n"
+           "09-06 15:04:16 - INFO - __main__ - Best model found at epoch 0, Val Loss: inf, "
+           "AUC: 0.00%, AP: 0.00%\n09-06 15:04:16 - INFO - __main__ - Done.\n")
+    assert diagnose(log).cause is None
