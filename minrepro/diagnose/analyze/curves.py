@@ -360,7 +360,6 @@ def _plateau_finding(state: CurveState, series: Series, *, summed: bool,
     return finding(checks.LOSS_PLATEAU, score, [points[0], points[-1]], params=params)
 
 
-
 def _learning_rate_always_zero(state: CurveState) -> bool:
     """Every learning rate the log printed (three at least) is 0."""
     rates = state.main("learning_rate").values()

@@ -9,7 +9,7 @@ from minrepro.diagnose.analyze.curvestate import CurveState
 from minrepro.diagnose.analyze.quality import accuracy_rose, quality_improved, still_improving
 from minrepro.diagnose.analyze.resources import finding
 from minrepro.diagnose.analyze.series import Point
-from minrepro.diagnose.analyze.trends import levels, mean, median
+from minrepro.diagnose.analyze.trends import levels, mean, median, percent_scale
 from minrepro.model import Finding
 
 RISE = 1.1  # a held-out loss this far above its best, to stay, is rising
@@ -95,7 +95,7 @@ def one_class_predicted(state: CurveState) -> Finding | None:
     digit at every evaluation while the loss moves (its argmax never changes: the accuracy
     is one class's share)."""
     accuracy = state.main("eval_accuracy").values() or state.main("accuracy").values()
-    scale = 100.0 if accuracy and max(accuracy) > 1.5 else 1.0
+    scale = percent_scale(accuracy)
     for name in _PER_CLASS:
         for series in state.all(f"eval_{name}"):
             points = series.points()
@@ -163,7 +163,7 @@ def _accuracy_gap(state: CurveState) -> Finding | None:
     evals = [p for p in evals if train and p.line > train[0].line]
     if len(train) < 2 or not evals:
         return None
-    scale = 100.0 if max(p.value for p in train + evals) > 1.5 else 1.0
+    scale = percent_scale(p.value for p in train + evals)
     fitted = median([p.value for p in train[-3:]])
     held_out = max(p.value for p in evals[-3:])  # the last evaluations all of them below
     if fitted < FITTED * scale or held_out > fitted - ACCURACY_GAP * scale:
@@ -195,7 +195,7 @@ def _quality_got_worse(state: CurveState, margin: float = 0.01) -> bool:
         values = [v * direction for v in series.values()]
         if len(values) >= 4:
             found = levels(values)
-            scale = 100.0 if max(abs(v) for v in values) > 1.5 else 1.0
+            scale = percent_scale(values)
             if max(found) - found[-1] >= margin * scale:
                 return True
     return False

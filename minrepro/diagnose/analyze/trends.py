@@ -51,6 +51,12 @@ def flatness(values: Sequence[float]) -> float:
     return (max(found) - min(found)) / centre if centre > 0 else math.inf
 
 
+def percent_scale(values: Iterable[float]) -> float:
+    """100 for a metric printed in percent (any value past 1.5), else 1: the scale a margin
+    of "points" is taken of."""
+    return 100.0 if max((abs(v) for v in values), default=0.0) > 1.5 else 1.0
+
+
 def improved(values: Sequence[float], direction: int, since: int = 0,
              margin: float = 0.01) -> bool:
     """Did a quality metric get better after index `since` than it was there: its best level
@@ -58,7 +64,7 @@ def improved(values: Sequence[float], direction: int, since: int = 0,
     after = values[since:]
     if len(after) < 2:
         return False
-    scale = 100.0 if max(abs(v) for v in values) > 1.5 else 1.0
+    scale = percent_scale(values)
     found = levels(after, parts=min(WINDOWS, max(2, len(after) // 2)))
     start = found[0]
     best = max(found) if direction > 0 else min(found)
@@ -71,7 +77,7 @@ def better_at_end(values: Sequence[float], direction: int, since: int,
     `margin` of its scale? (Still improving after the held-out loss turned up.)"""
     if len(values) - since < 2:
         return False
-    scale = 100.0 if max(abs(v) for v in values) > 1.5 else 1.0
+    scale = percent_scale(values)
     around = median(values[max(0, since - 1):since + 2])
     tail = values[-max(2, len(values) // 5):]
     return (median(tail) - around) * direction >= margin * scale

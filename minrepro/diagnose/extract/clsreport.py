@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from minrepro.diagnose.extract.confusion import spanning
 from minrepro.model import ConfusionMatrix, Line
 from minrepro.patterns import lazy
 
@@ -64,6 +65,4 @@ class ClassificationReportExtractor:
         k = full[0]  # every sample predicted as class k
         matrix = tuple(tuple(support if j == k else 0 for j in range(len(rows)))
                        for _, _, support, _ in rows)
-        first, last = rows[0][3], rows[-1][3]
-        return (ConfusionMatrix(line=first.line, rows=matrix, rank=first.rank,
-                                text=first.text[:300], last=(last.line, last.text[:300])),)
+        return (spanning(matrix, rows[0][3], rows[-1][3], rows[0][3].rank),)

@@ -84,9 +84,7 @@ class ConfusionExtractor:
     def _finish(self) -> tuple[ConfusionMatrix, ...]:
         rows, self._rows, self._heading = self._rows, [], 0
         if rows and len(rows) == len(rows[0]):  # [[700]]: one class, labels and predictions
-            first, last = self._lines[0], self._lines[-1]
-            return (ConfusionMatrix(line=first.line, rows=tuple(rows), rank=self._rank,
-                                    text=first.text[:300], last=(last.line, last.text[:300])),)
+            return (spanning(tuple(rows), self._lines[0], self._lines[-1], self._rank),)
         return ()
 
     def _binary(self, line: Line) -> tuple[ConfusionMatrix, ...]:
@@ -99,11 +97,17 @@ class ConfusionExtractor:
         self._count_lines = [self._count_lines[0], line] if self._count_lines else [line]
         if len(self._counts) < 4:
             return ()
-        c, (first, last) = self._counts, (self._count_lines[0], self._count_lines[-1])
+        c, lines = self._counts, self._count_lines
         self._counts, self._count_lines = {}, []
-        return (ConfusionMatrix(line=first.line, rows=((c["tn"], c["fp"]), (c["fn"], c["tp"])),
-                                rank=line.rank, text=first.text[:300],
-                                last=(last.line, last.text[:300])),)
+        return (spanning(((c["tn"], c["fp"]), (c["fn"], c["tp"])), lines[0], lines[-1],
+                         line.rank),)
 
     def close(self) -> Sequence[ConfusionMatrix]:
         return self._finish()
+
+
+def spanning(rows: tuple[tuple[int, ...], ...], first: Line, last: Line,
+             rank: int | None) -> ConfusionMatrix:
+    """The matrix `rows`, read from the lines `first` to `last` (its evidence)."""
+    return ConfusionMatrix(line=first.line, rows=rows, rank=rank, text=first.text[:300],
+                           last=(last.line, last.text[:300]))
