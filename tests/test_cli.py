@@ -171,3 +171,5 @@ def test_usage_lines_name_arguments_in_capitals() -> None:
         usage = next(line for line in run(command, "--help").stdout.decode().splitlines()
                      if "Usage:" in line)
         assert not re.search(r"[{\[][a-z_]+", usage), usage
+        assert "{" not in usage, usage  # a required argument is `SCRIPT`, as click writes it
+    assert "verify [OPTIONS] SCRIPT" in run("verify", "--help").stdout.decode()

@@ -7,9 +7,10 @@ from __future__ import annotations
 import sys
 from enum import IntEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.core
 
 from minrepro.errors import MinreproError
 from minrepro.model import Diagnosis
@@ -23,7 +24,22 @@ class ExitCode(IntEnum):
     CANNOT_TEST = 125  # verify: the script cannot be tested on this machine
 
 
-app = typer.Typer(
+class PlainUsageCommand(typer.core.TyperCommand):
+    """typer's command with click's usage line: `verify [OPTIONS] SCRIPT`, where typer writes
+    a required argument as `{SCRIPT}`."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        return [piece[1:-1] if piece.startswith("{") and piece.endswith("}") else piece
+                for piece in super().collect_usage_pieces(ctx)]
+
+
+class _App(typer.Typer):
+    def command(self, *args: Any, **kwargs: Any) -> Any:  # every command: the plain usage
+        kwargs.setdefault("cls", PlainUsageCommand)
+        return super().command(*args, **kwargs)
+
+
+app = _App(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
     help="Diagnose a failed PyTorch training log and write a minimal repro script.",
 )
