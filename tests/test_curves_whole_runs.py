@@ -200,6 +200,34 @@ def test_stuck_at_ln_10_with_accuracy_at_chance(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
+def test_stuck_a_little_above_ln_10_with_errors_counted(seed: int) -> None:
+    """Ten short epochs at 2.33 (a little above ln 10 = 2.303) and nine samples in ten
+    misclassified, printed as a count of errors: chance level, so no learning."""
+    rng = random.Random(seed)
+    rows = []
+    for epoch in range(1, 11):
+        rows.append(f"[TRAIN Epoch {epoch}] Loss: {2.331 + rng.gauss(0, 0.0004):.11f}, "
+                    f"Error: {45000 + rng.randint(-30, 30)}/50000")
+        wrong = 9025 + rng.randint(-10, 10)
+        rows.append(f"[TEST] Loss: {2.335 + rng.gauss(0, 0.001):.4f}, Error: {wrong}/10000 "
+                    f"({round(wrong / 100)}%)")
+    diagnosis = diagnose(rows)
+    assert diagnosis.cause == "loss_stagnation" and diagnosis.params["num_classes"] == 10
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_errors_counted_falling_is_learning(seed: int) -> None:
+    """The same print of a run that learns: errors fall from 90 % to 30 %."""
+    rng = random.Random(seed)
+    rows = []
+    for epoch in range(1, 11):
+        loss = 2.3 * math.exp(-epoch / 6) + rng.gauss(0, 0.01)
+        rows.append(f"[TRAIN Epoch {epoch}] Loss: {loss:.6f}, "
+                    f"Error: {int(45000 * math.exp(-epoch / 9))}/50000")
+    assert diagnose(rows).cause is None
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_fp16_scale_that_never_recovers(seed: int) -> None:
     rows = deepspeed_fp16_style(seed, steps=1000)[:6]
     scale = 2048

@@ -108,7 +108,13 @@ CASES = [
      {"accuracy": 0.991, "eval_accuracy": 0.5}, None),
     ("mnist_example_test_line",  # pytorch/examples mnist: the fraction is samples right, no step
      "Test set: Average loss: 0.0335, Accuracy: 9891/10000 (99%)",
-     {"eval_loss": 0.0335, "eval_accuracy": 99.0}, None),
+     {"eval_loss": 0.0335, "eval_accuracy": 98.91}, None),  # the counts, not the rounded %
+    ("misclassified_count_is_the_accuracy_complement",  # a CIFAR script's error count (m4)
+     "[TRAIN Epoch 1] Loss: 2.33110598225, Error: 44996/50000",
+     {"loss": 2.33110598225, "accuracy": 10.008}, None),
+    ("held_out_error_count_with_percent",
+     "[TEST] Loss: 2.3364, Error: 9027/10000 (90%)",
+     {"eval_loss": 2.3364, "eval_accuracy": 9.73}, None),
     ("opennmt_xent_is_the_loss",  # OpenNMT-py names its cross-entropy `xent`
      "[2018-09-20 15:18:39,264 INFO] Step 380000/1000000; acc:  42.02; ppl: 55.22; xent: 4.01; "
      "lr: 0.00000; 2214/2168 tok/s;    950 sec",

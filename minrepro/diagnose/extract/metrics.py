@@ -74,10 +74,12 @@ _TIME_AFTER = lazy(r"\s+\d{1,2}:\d\d")
 _FRACTION = lazy(r"(?<![\d/.:])(\d+)/\s*(\d+)(?![\d/.:])")
 #: The PyTorch CIFAR tutorial: `[2,  2400] loss: 1.209` is [epoch, batch].
 _EPOCH_BATCH = lazy(r"\s*\[(\d+),\s+(\d+)\]")
-#: `Accuracy: 9891/10000 (99%)` (pytorch/examples' MNIST test line): right of all, in percent.
-_COUNTED = r"(?i)\b(?:acc(?:uracy)?|correct)\s*[:=]?\s*"
+#: `Accuracy: 9891/10000 (99%)` (pytorch/examples' MNIST test line), `Error: 44996/50000`:
+#: samples right (or wrong) of all, kept as the accuracy in percent.
+_COUNTED = (r"(?i)\b(?:(?P<right>acc(?:uracy)?|correct)|(?P<wrong>errors?|err|wrong|incorrect"
+            r"|misclassified))\s*[:=]?\s*")
 _COUNTED_BEFORE = lazy(_COUNTED + r"$")
-_COUNTED_SHARE = lazy(_COUNTED + r"\d+\s*/\s*\d+\s*\(\s*(\d+(?:\.\d+)?)\s*%\)")
+_COUNTED_SHARE = lazy(_COUNTED + r"(?P<part>\d+)\s*/\s*(?P<whole>\d+)(?![\d/.])")
 _TQDM_COUNT = lazy(r"\|\s*(\d+)/(?:\d+|\?)\s*\[")
 _EPOCH_BEFORE = lazy(r"[Ee]poch\s*[:=]?\s*\[?\s*$")
 _EPOCH = lazy(r"[Ee]poch\s*[:=]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\]?")
@@ -265,9 +267,8 @@ def parse_metrics(text: str, line: Line) -> MetricRecord | None:
             values["epoch"] = float(epoch[1])
     if step is None:
         step = _fraction_step(text)
-    counted = _COUNTED_SHARE.search(text) if "%)" in text else None
-    if counted and "accuracy" not in values:
-        values["accuracy"] = float(counted[1])  # pytorch/examples' MNIST: a percentage
+    if "/" in text and "accuracy" not in values:
+        _take_counted_share(text, values)
     if not _is_record(values, step):
         return None
     record = MetricRecord(line=line.line, values=tuple(values.items()), step=step,
@@ -324,6 +325,19 @@ def _take_throughput(text: str, values: dict[str, float]) -> None:
     if match[2] == "s/it":
         rate = 1.0 / rate if rate else float("inf")
     values.setdefault("throughput", rate)
+
+
+def _take_counted_share(text: str, values: dict[str, float]) -> None:
+    """`Accuracy: 9891/10000 (99%)` -> accuracy 99; `Error: 44996/50000` -> accuracy 10.01:
+    a count of misclassified samples is the complement of the accuracy, in percent."""
+    counted = _COUNTED_SHARE.search(text)
+    if counted is None or int(counted["whole"]) == 0 or int(counted["part"]) > int(
+            counted["whole"]):
+        return
+    share = 100.0 * int(counted["part"]) / int(counted["whole"])
+    values["accuracy"] = round(share if counted["right"] else 100.0 - share, 4)
+    if counted["wrong"]:
+        values.pop("error", None)  # the same count, kept once (as the accuracy)
 
 
 def _fraction_step(text: str) -> int | None:
