@@ -194,6 +194,30 @@ def test_records_under_an_epoch_header_take_its_epoch() -> None:
     assert own.get("epoch") == 7.0  # a record's own epoch wins
 
 
+def test_a_phase_word_before_the_epoch_header_says_which_pass() -> None:
+    """ST-GCN's processor: `Training epoch: 5` then `mean_loss: nan`; `Eval epoch: 4` then
+    `mean_loss: 5.99` and `Top1: 0.00%`: the same line shape, a training and a held-out
+    loss, told apart by the header above them."""
+    records = _records([
+        "[03.24.23|09:57:51] Eval epoch: 4",
+        "[03.24.23|09:58:13] \tmean_loss: 5.9914655685424805",
+        "[03.24.23|09:58:13] Done.",
+        "[03.24.23|09:58:13] Training epoch: 5",
+        "[03.24.23|09:58:33] \tmean_loss: nan",
+    ])
+    assert [(r.line, r.get("epoch")) for r in records] == [(2, 4.0), (5, 5.0)]
+    assert records[0].get("eval_loss") == pytest.approx(5.99146557)
+    assert records[0].get("loss") is None and records[1].get("eval_loss") is None
+
+
+def test_a_progress_share_is_no_step() -> None:
+    """simpletransformers' `Current iteration:  70%|███| 1321/1875 [...]Running loss: 0.49`:
+    70 is the bar's percentage; the step is the count after it."""
+    record = parse("Current iteration:  70%|███████   | 1321/1875 [09:50<04:06,  2.25it/s]"
+                   "Running loss: 0.496334")
+    assert record is not None and record.step == 1321 and record.get("loss") == 0.496334
+
+
 def test_a_time_cost_is_a_duration_not_the_loss() -> None:
     record = parse("epoch 3, time cost: 12.3s, acc: 0.5")
     assert record is not None and record.get("accuracy") == 0.5 and record.get("loss") is None

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from minrepro.diagnose.extract import tables
 from minrepro.diagnose.extract.metricnames import STEP_KEYS, normalise
@@ -112,9 +112,20 @@ TRIGGERS = ("loss", "Loss", "LOSS", "cost", "Cost", "acc", "Acc", "Prec", "it/s"
             "Epoch", "epoch", "EPOCH")
 #: A line that only announces an epoch (`[2022-06-26 21:44:04,162]Epoch: 0002`, `Epoch 3/100`,
 #: `==== epoch 5 ====`): the records under it that print no epoch of their own are of it.
-_EPOCH_HEADER = lazy(r"^[\W\d_]*?(?:\[[^\]]*\]\s*)*(?i:epoch)\s*[:#=]?\s*\[?(\d+)\s*(?:/\s*\d+)?\]?"
-                     r"\W*$")
+#: A phase word before it (ST-GCN's `Training epoch: 5` ... `Eval epoch: 4`) says which pass
+#: the records under it are of.
+_EPOCH_HEADER = lazy(r"^[\W\d_]*?(?:\[[^\]]*\]\s*)*(?i:(?:train(?:ing)?|(?P<held_out>"
+                     r"eval(?:uat(?:e|ing|ion))?|val(?:id(?:ation|ating)?)?|test(?:ing)?))\s+)?"
+                     r"(?i:epoch)\s*[:#=]?\s*\[?(?P<epoch>\d+)\s*(?:/\s*\d+)?\]?\W*$")
 _may_hold_metrics = any_of(TRIGGERS)
+
+
+@dataclass(frozen=True, slots=True)
+class EpochHeader:
+    """A line that only announces an epoch, of training or of an evaluation."""
+
+    epoch: float
+    held_out: bool = False
 
 
 class MetricExtractor:
@@ -151,8 +162,9 @@ class MetricExtractor:
         if isinstance(parsed, list):
             self._columns = parsed
             return ()
-        if isinstance(parsed, float):  # an epoch header: the records under it are of it
-            self._epoch = parsed
+        if isinstance(parsed, EpochHeader):  # the records under it are of its epoch (pass)
+            self._epoch = parsed.epoch
+            self._eval_until = line.line + EVAL_BLOCK_LINES if parsed.held_out else 0
             return ()
         if parsed is _NO_RECORD:
             return ()
@@ -195,8 +207,8 @@ _NO_LINE = Line(line=0, text="")
 
 
 def _parse_line(text: str) -> object:
-    """A table's column names, a MetricRecord (line 0, no rank), the epoch an epoch header
-    announces (a float) or _NO_RECORD."""
+    """A table's column names, a MetricRecord (line 0, no rank), an EpochHeader or
+    _NO_RECORD."""
     if not _may_hold_metrics(text) or _SETTINGS_DUMP.search(text):
         return _NO_RECORD
     columns = tables.header(text, _MAX_VALUES)
@@ -206,7 +218,9 @@ def _parse_line(text: str) -> object:
     if record is not None:
         return record
     header = _EPOCH_HEADER.match(text) if "poch" in text or "POCH" in text else None
-    return float(header[1]) if header else _NO_RECORD
+    if header is None:
+        return _NO_RECORD
+    return EpochHeader(float(header["epoch"]), held_out=header["held_out"] is not None)
 
 
 def _table_row(text: str, columns: list[str | None], line: Line
@@ -293,6 +307,8 @@ def _take_pair(match: re.Match[str], values: dict[str, float], step: int | None,
     except ValueError:
         return step
     if name in STEP_KEYS:
+        if text.startswith("%", match.end("val")):
+            return step  # `Current iteration:  70%|███`: a progress bar's share, no step
         return step if step is not None or not is_finite(value) else int(value)
     normalised = normalise(key)
     if normalised is None or normalised in values:
