@@ -228,6 +228,49 @@ def test_errors_counted_falling_is_learning(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
+def test_an_earlier_launchs_nan_in_an_appended_log_is_history(seed: int) -> None:
+    """ST-GCN appends every launch to one log.txt: a first launch whose training loss was NaN
+    every epoch (its evaluations finite), then launches that train. The run the log ends
+    with is healthy."""
+    rng = random.Random(seed)
+    rows = ["Parameters:", "{'base_lr': 0.1, 'num_epoch': 50}"]
+    for epoch in range(10):
+        rows += [f"Training epoch: {epoch}", "\tmean_loss: nan", "Done."]
+        if epoch % 5 == 4:
+            rows += [f"Eval epoch: {epoch}", "\tmean_loss: 5.9914655685424805",
+                     "\tTop1: 0.00%", "Done."]
+    for _ in range(3):  # relaunched after a fix: each starts again at epoch 0
+        rows += ["Parameters:", "{'base_lr': 0.01, 'num_epoch': 50}"]
+        for epoch in range(8):
+            loss = 4.0 * math.exp(-epoch / 5) * math.exp(rng.gauss(0, 0.05))
+            rows += [f"Training epoch: {epoch}", f"\tmean_loss: {loss}", "Done."]
+    assert diagnose(rows).cause is None
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_per_batch_snippet_from_mid_run_is_not_a_run_that_got_worse(seed: int) -> None:
+    """Thirteen per-batch losses pasted from step 1321 (0.40 to 1.74): batch noise, not a
+    run that rose above where it began (it began long before the snippet)."""
+    rng = random.Random(seed)
+    rows = [f"Current iteration:  {70 + i // 20}%|███████   | {1321 + i}/1875 [09:50<04:06,  "
+            f"2.25it/s]Running loss: {0.5 if i == 0 else 0.8 * math.exp(rng.gauss(0, 0.4)):.6f}"
+            for i in range(13)]
+    assert diagnose(rows).cause is None
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_resumed_run_on_its_held_out_plateau_is_weak(seed: int) -> None:
+    """A segmentation run resumed at epoch 48 after early epochs elsewhere: 25 epochs of the
+    same validation loss and dice are a model that has converged, not one that never
+    learned."""
+    rng = random.Random(seed)
+    rows = [f"Epoch: {e} | Train_loss: {0.50 + rng.gauss(0, 0.01):.5f} | Val loss: "
+            f"{0.572 + rng.gauss(0, 0.002):.5f} | val dice: {0.85 + rng.gauss(0, 0.002):.5f}"
+            for e in range(48, 73)]
+    assert diagnose(rows).cause is None
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_fp16_scale_that_never_recovers(seed: int) -> None:
     rows = deepspeed_fp16_style(seed, steps=1000)[:6]
     scale = 2048

@@ -22,7 +22,8 @@ trends.py) against its own noise, over enough points, as an engineer would befor
   one class     a per-class metric at 0, or one accuracy at every eval -> single_class_labels
   overfitting   the held-out loss climbs after its best while the train loss falls, and no
                 held-out quality metric keeps improving -> overfitting
-Resource curves (data time, GPU and host memory) are in resources.py.
+Stagnation is in plateau.py, the held-out checks in heldout.py, resource curves (data time,
+GPU and host memory) in resources.py.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from minrepro.diagnose.analyze.heldout import (
     one_class_predicted,
     overfitting,
 )
-from minrepro.diagnose.analyze.quality import accuracy_rose, quality_improved
+from minrepro.diagnose.analyze.plateau import FLAT_POINTS, stagnation
+from minrepro.diagnose.analyze.quality import quality_improved
 from minrepro.diagnose.analyze.resources import (
     data_bound,
     finding,
@@ -45,17 +47,7 @@ from minrepro.diagnose.analyze.resources import (
     memory_growth,
 )
 from minrepro.diagnose.analyze.series import Point, Series
-from minrepro.diagnose.analyze.trends import (
-    above_the_noise,
-    classes_for,
-    flatness,
-    frozen,
-    levels,
-    mean,
-    median,
-    settled,
-    windows,
-)
+from minrepro.diagnose.analyze.trends import above_the_noise, falls, levels, median, windows
 from minrepro.model import (
     EnvFact,
     Event,
@@ -69,9 +61,6 @@ from minrepro.model import (
 CLIMB = 3.0  # a loss back at this many times its best level has diverged
 SPIKE = 4.0  # in a snippet, a loss this many times the median before it is a spike
 WORSE = 1.15  # three windows of a run this far above where it began: it got worse
-FLAT_TOLERANCE = 0.02  # relative spread of the levels under which a curve is flat
-FLAT_POINTS = 40  # a curve this long that is flat is stuck (a short one may be a snippet)
-FLAT_EVALS = 8  # evaluations that show the same held-out loss
 
 
 class CurveAnalyzer:
@@ -151,12 +140,12 @@ def divergence(state: CurveState) -> Finding | None:
         if series.stayed_bad:
             return _not_finite(state, series)
     held_out = state.main("eval_loss").values()
-    if (_falls(held_out) or len(held_out) == 2 and held_out[1] < 0.9 * held_out[0]
+    if (falls(held_out) or len(held_out) == 2 and held_out[1] < 0.9 * held_out[0]
             or quality_improved(state)):
         return None  # the held-out loss fell (or a quality metric rose): the run learned
     # Judged on the main (longest) training curve: a shorter "loss" beside it may be a part
     # of the loss, or a validation summary the log does not mark as one.
-    points = _climb(state.main("loss").points())
+    points = _climb(state.main("loss").points(), from_start=_from_start(state))
     grad = _climb(state.main("grad_norm").points(), factor=50.0)
     if points:
         steep = points[-1].value >= 10 * max(points[0].value, 1e-12)
@@ -209,10 +198,23 @@ def exploded_part(state: CurveState) -> Finding | None:
 EARLY_STEPS = 100
 
 
+def _from_start(state: CurveState) -> bool:
+    """The loss curve shows the run's first steps: its first record is at an early step (or
+    has none) of a run not resumed. A snippet from step 1321 of a noisy per-batch loss did
+    not begin where the run began: no "worse than it began" can be told from it."""
+    if (state.main("loss").first_epoch or 0) > 1:
+        return False
+    return state.first_loss is None or state.first_loss[1] is None or (
+        state.first_loss[1] <= EARLY_STEPS)
+
+
 def nan_at_start(state: CurveState) -> Finding | None:
     """The first training loss already NaN: logged at step 0, no step was taken yet; logged
     within the first steps (or with no step) in a run without mixed precision, a learning
-    rate had little time to blow the weights up."""
+    rate had little time to blow the weights up. Only where the loss curve the checks read
+    (an appended file's last run) holds a NaN: an earlier launch's is history."""
+    if state.main("loss").first_bad is None:
+        return None
     first = state.loss_at_step_0
     if first is not None and not math.isfinite(first.value):
         return finding(checks.LOSS_NAN_AT_START, 0.6, [first], supersedes=("lr_divergence",))
@@ -248,11 +250,13 @@ def _grew_before(before: list[Point]) -> bool:
     return values[-1] > 3 * median(values[: len(values) // 2])
 
 
-def _climb(points: list[Point], factor: float = CLIMB) -> list[Point] | None:
+def _climb(points: list[Point], factor: float = CLIMB, *, from_start: bool = False
+           ) -> list[Point] | None:
     """(best, last) when the curve climbed back to `factor` times its best level and stays
     there, still near the peak it climbed to and at least half its starting level (not a
-    tiny loss wobbling); or when it never fell and ends well above where it began. None for a
-    healthy curve (a spike that recovers, a new model starting from scratch)."""
+    tiny loss wobbling); or, for a curve `from_start` of the run, when it never fell and ends
+    well above where it began. None for a healthy curve (a spike that recovers, a new model
+    starting from scratch)."""
     if len(points) < 4:
         return None
     values = [p.value for p in points]
@@ -268,7 +272,7 @@ def _climb(points: list[Point], factor: float = CLIMB) -> list[Point] | None:
         if (last >= factor * best and last >= 0.5 * first and stays and last >= 0.7 * peak
                 and above_the_noise(values, best, last)):
             return [_at(points, spans[best_at]), points[-1]]
-    if factor == CLIMB and len(values) >= 10:
+    if from_start and factor == CLIMB and len(values) >= 10:
         # It got worse than it began, for a stretch of the run: it never learned, and the
         # steps made it worse (even where a later lr decay brought it back down).
         above = [level >= WORSE * max(first, 1e-12) for level in found]
@@ -299,94 +303,3 @@ def _at(points: list[Point], span: tuple[int, int]) -> Point:
     chosen = points[span[0]:span[1]]
     middle = median([p.value for p in chosen])
     return min(chosen, key=lambda p: abs(p.value - middle))
-
-
-# --- stagnation ---------------------------------------------------------------------------
-
-
-def stagnation(state: CurveState) -> Finding | None:
-    if accuracy_rose(state) or quality_improved(state):
-        return None  # a model guessing uniformly does not get better at the task
-    train = state.main("loss")
-    train_falls = _falls(train.values())
-    for name in ("loss", "eval_loss"):
-        series = state.main(name)
-        if name == "eval_loss" and (train_falls and not state.quality()):
-            continue  # training still learns: a flat held-out loss is not "no learning"
-        found = _plateau_finding(state, series, summed=name == "loss" and state.summed_loss,
-                                 held_out=name == "eval_loss")
-        if found is not None:
-            return found
-    return None
-
-
-def _plateau_finding(state: CurveState, series: Series, *, summed: bool,
-                     held_out: bool) -> Finding | None:
-    points = series.points()
-    values = [p.value for p in points]
-    if not values:
-        return None
-    if len(values) < 4 and len(set(values)) > 1 or len(values) == 1:
-        # Too few points for a plateau: only ending at ln(C) of a C-class task says "uniform".
-        classes = None if summed else _evident_classes(state, values[-1], values)
-        if classes is None:
-            return None
-        exact = abs(values[-1] - math.log(classes)) <= 2e-4
-        return finding(checks.LOSS_PLATEAU, 0.6 if exact else 0.45, [points[-1]],
-                       params={"plateau_loss": round(values[-1], 4), "num_classes": classes})
-    level = median(levels(values)[len(levels(values)) // 2:])
-    flat = mean(values) >= 0.05 and flatness(values) <= FLAT_TOLERANCE
-    classes = None if summed else _evident_classes(state, level, values)
-    if classes is None and not flat:
-        return None
-    params: dict[str, float | int] = {"plateau_loss": round(level, 4)}
-    if classes:
-        params["num_classes"] = classes
-    if flat and not held_out and _learning_rate_always_zero(state):
-        params["learning_rate"] = 0.0
-        score = 0.75  # no step moves the weights: a schedule or setting left the lr at 0
-    elif classes and flat:
-        score = 0.75
-    elif classes:
-        score = 0.65 if settled(values) else 0.45
-    elif held_out:  # evaluation after evaluation the same, and no metric got better
-        score = 0.55 if len(values) >= FLAT_EVALS else 0.45
-    elif (series.first_epoch or 0) > 1:
-        score = 0.4  # a resumed run that starts on its plateau may just have converged
-    elif frozen(values):
-        score = 0.6  # not one digit moves: no step changes the model (no gradient reaches it)
-    else:
-        score = 0.55 if len(values) >= FLAT_POINTS else 0.45
-    return finding(checks.LOSS_PLATEAU, score, [points[0], points[-1]], params=params)
-
-
-def _learning_rate_always_zero(state: CurveState) -> bool:
-    """Every learning rate the log printed (three at least) is 0."""
-    rates = state.main("learning_rate").values()
-    return len(rates) >= 3 and all(rate == 0.0 for rate in rates)
-
-
-def _evident_classes(state: CurveState, level: float, values: list[float]) -> int | None:
-    """C when the level is ln(C) AND the log shows a task of C classes: a stated class
-    count, an accuracy at chance (1/C), or the level equal to ln C to four decimals (the
-    model's output exactly uniform). A language model's loss near ln 7 is no 7-way task."""
-    classes = classes_for(level)
-    if classes is None:
-        return None
-    if abs(values[-1] - math.log(classes)) <= 2e-4 or state.num_classes == classes:
-        return classes
-    for name in ("accuracy", "eval_accuracy"):
-        accuracy = state.main(name).values()
-        if accuracy:
-            share = median(accuracy[len(accuracy) // 2:])
-            share = share / 100 if max(accuracy) > 1.5 else share
-            if abs(share - 1 / classes) <= 0.5 / classes:
-                return classes
-    return None
-
-
-def _falls(values: list[float]) -> bool:
-    found = levels(values)
-    return len(values) >= 3 and found[-1] < 0.9 * found[0]
-
-

@@ -134,3 +134,9 @@ def settled(values: list[float]) -> bool:
 def frozen(values: list[float]) -> bool:
     """Six records or more of the very same loss, printed to more than two decimals."""
     return len(values) >= 6 and len(set(values)) == 1 and values[0] != round(values[0], 2)
+
+
+def falls(values: list[float]) -> bool:
+    """The curve's last level is a tenth or more below its first."""
+    found = levels(values)
+    return len(values) >= 3 and found[-1] < 0.9 * found[0]

@@ -1,0 +1,111 @@
+"""Stagnation: a loss curve flat from start to end, at ln(C) only where the log shows C
+classes (a stated class count, accuracy at 1/C, or ln C to four decimals) -> loss_stagnation.
+
+A check of a CurveState, as those of curves.py (which runs it with them).
+"""
+
+from __future__ import annotations
+
+import math
+
+from minrepro.diagnose.analyze import checks
+from minrepro.diagnose.analyze.curvestate import CurveState
+from minrepro.diagnose.analyze.quality import accuracy_rose, quality_improved
+from minrepro.diagnose.analyze.resources import finding
+from minrepro.diagnose.analyze.series import Series
+from minrepro.diagnose.analyze.trends import (
+    classes_for,
+    falls,
+    flatness,
+    frozen,
+    levels,
+    mean,
+    median,
+    settled,
+)
+from minrepro.model import Finding
+
+FLAT_TOLERANCE = 0.02  # relative spread of the levels under which a curve is flat
+FLAT_POINTS = 40  # a curve this long that is flat is stuck (a short one may be a snippet)
+FLAT_EVALS = 8  # evaluations that show the same held-out loss
+
+
+def stagnation(state: CurveState) -> Finding | None:
+    if accuracy_rose(state) or quality_improved(state):
+        return None  # a model guessing uniformly does not get better at the task
+    train = state.main("loss")
+    train_falls = falls(train.values())
+    for name in ("loss", "eval_loss"):
+        series = state.main(name)
+        if name == "eval_loss" and (train_falls and not state.quality()):
+            continue  # training still learns: a flat held-out loss is not "no learning"
+        found = _plateau_finding(state, series, summed=name == "loss" and state.summed_loss,
+                                 held_out=name == "eval_loss")
+        if found is not None:
+            return found
+    return None
+
+
+def _plateau_finding(state: CurveState, series: Series, *, summed: bool,
+                     held_out: bool) -> Finding | None:
+    points = series.points()
+    values = [p.value for p in points]
+    if not values:
+        return None
+    if len(values) < 4 and len(set(values)) > 1 or len(values) == 1:
+        # Too few points for a plateau: only ending at ln(C) of a C-class task says "uniform".
+        classes = None if summed else _evident_classes(state, values[-1], values)
+        if classes is None:
+            return None
+        exact = abs(values[-1] - math.log(classes)) <= 2e-4
+        return finding(checks.LOSS_PLATEAU, 0.6 if exact else 0.45, [points[-1]],
+                       params={"plateau_loss": round(values[-1], 4), "num_classes": classes})
+    level = median(levels(values)[len(levels(values)) // 2:])
+    flat = mean(values) >= 0.05 and flatness(values) <= FLAT_TOLERANCE
+    classes = None if summed else _evident_classes(state, level, values)
+    if classes is None and not flat:
+        return None
+    params: dict[str, float | int] = {"plateau_loss": round(level, 4)}
+    if classes:
+        params["num_classes"] = classes
+    if flat and not held_out and _learning_rate_always_zero(state):
+        params["learning_rate"] = 0.0
+        score = 0.75  # no step moves the weights: a schedule or setting left the lr at 0
+    elif classes and flat:
+        score = 0.75
+    elif classes:
+        score = 0.65 if settled(values) else 0.45
+    elif (series.first_epoch or 0) > 1:
+        score = 0.4  # a resumed run that starts on its plateau may just have converged
+    elif held_out:  # evaluation after evaluation the same, and no metric got better
+        score = 0.55 if len(values) >= FLAT_EVALS else 0.45
+    elif frozen(values):
+        score = 0.6  # not one digit moves: no step changes the model (no gradient reaches it)
+    else:
+        score = 0.55 if len(values) >= FLAT_POINTS else 0.45
+    return finding(checks.LOSS_PLATEAU, score, [points[0], points[-1]], params=params)
+
+
+def _learning_rate_always_zero(state: CurveState) -> bool:
+    """Every learning rate the log printed (three at least) is 0."""
+    rates = state.main("learning_rate").values()
+    return len(rates) >= 3 and all(rate == 0.0 for rate in rates)
+
+
+def _evident_classes(state: CurveState, level: float, values: list[float]) -> int | None:
+    """C when the level is ln(C) AND the log shows a task of C classes: a stated class
+    count, an accuracy at chance (1/C), or the level equal to ln C to four decimals (the
+    model's output exactly uniform). A language model's loss near ln 7 is no 7-way task."""
+    classes = classes_for(level)
+    if classes is None:
+        return None
+    if abs(values[-1] - math.log(classes)) <= 2e-4 or state.num_classes == classes:
+        return classes
+    for name in ("accuracy", "eval_accuracy"):
+        accuracy = state.main(name).values()
+        if accuracy:
+            share = median(accuracy[len(accuracy) // 2:])
+            share = share / 100 if max(accuracy) > 1.5 else share
+            if abs(share - 1 / classes) <= 0.5 / classes:
+                return classes
+    return None
