@@ -170,6 +170,48 @@ def test_a_user_interrupt_gets_no_answer() -> None:
     assert not diagnosis.answered and diagnosis.failure is None
 
 
+def test_a_warning_before_a_user_interrupt_is_no_answer() -> None:
+    """A driver warning at start-up, a run on the CPU, then Ctrl-C: the user stopped it, the
+    warning did not (DESIGN: a user interrupt gets no answer)."""
+    warning = ("/env/lib/python3.12/site-packages/torch/cuda/__init__.py:141: UserWarning: CUDA "
+               "initialization: The NVIDIA driver on your system is too old (found version "
+               "11040). Please update your GPU driver by downloading and installing a new "
+               "version from the URL: http://www.nvidia.com/Download/index.aspx\n"
+               "  return torch._C._cuda_getDeviceCount() > 0\ncpu\n")
+    steps = "".join(f"torch.Size([16, {n}, 100])\n" for n in range(40))
+    interrupt = traceback("KeyboardInterrupt", "/home/u/proj/train.py",
+                          "/env/lib/python3.12/site-packages/torch/nn/modules/linear.py")
+    diagnosis = diagnose(warning + steps + interrupt)
+    assert diagnosis.cause is None and not diagnosis.answered
+    # the same warning before a crash of its own is still read as the crash's context
+    crashed = diagnose(warning + steps + traceback(
+        "RuntimeError: Found no NVIDIA driver on your system.", "/home/u/proj/train.py"))
+    assert crashed.answered
+
+
+def test_an_index_error_in_the_token_table_is_no_position_overflow() -> None:
+    """`index out of range in self` where the traceback quotes the word-embedding lookup: a
+    token id past the vocabulary; the same error at the position table is an overflow."""
+    def embedding_error(call: str) -> str:
+        site = "/env/lib/python3.9/site-packages"
+        return (
+            "Traceback (most recent call last):\n"
+            '  File "/home/u/proj/train.py", line 79, in <module>\n'
+            "    output = model(src)\n"
+            f'  File "{site}/transformers/models/bert/modeling_bert.py", line 232, in forward\n'
+            f"    {call}\n"
+            f'  File "{site}/torch/nn/modules/sparse.py", line 162, in forward\n'
+            "    return F.embedding(\n"
+            f'  File "{site}/torch/nn/functional.py", line 2233, in embedding\n'
+            "    return torch.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)\n"
+            "IndexError: index out of range in self\n")
+    tokens = diagnose(embedding_error("inputs_embeds = self.word_embeddings(input_ids)"))
+    assert tokens.cause is None and tokens.failure.exc_type == "IndexError"
+    positions = diagnose(embedding_error(
+        "position_embeddings = self.position_embeddings(position_ids)"))
+    assert positions.cause == "position_overflow"
+
+
 def test_a_healthy_run_gets_no_root() -> None:
     diagnosis = diagnose((SAMPLES / "none__healthy_hf_trainer.log").read_text())
     assert diagnosis.root is None and diagnosis.failure is None

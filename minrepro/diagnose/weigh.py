@@ -6,6 +6,8 @@ A finding read from thousands of healthy lines must not outvote how the run ende
   line) is only weak evidence: it is no user's account of what happened;
 * a run that says it finished ("Training completed", train_runtime, "exits successfully")
   needs strong curve evidence for any cause;
+* a run the user stopped (it ends in a KeyboardInterrupt) gets no answer from warnings it
+  printed on the way: they did not stop it (DESIGN: a user interrupt gets no answer);
 * an error the run went on training after (three more records) was caught and survived;
 * a run that ends in an exception no rule explains (training stopped at it) failed of that:
   a curve reading from before it is weak next to it, unless the exception is what the curve
@@ -29,6 +31,7 @@ _PRINTED = lazy(
     r"|[\w.]+ - (?:INFO|WARNING|ERROR|DEBUG) - |[IWEF]\d{4} )")
 SYMPTOM_AFTER_SUCCESS = 0.8
 SYMPTOM_BEFORE_CRASH = 0.5
+WARNING_BEFORE_INTERRUPT = 0.5
 CRASH_THE_RUN_SURVIVED = 0.3  # an error training went on after was caught (a finder's OOM)
 #: A warning line: Python's (UserWarning:), a logger's (WARNING), glog's (W0315 x.cc:12] ...)
 _WARNING = lazy(r"\w*Warning:|\bWARN(?:ING)?\b|\[W "
@@ -57,6 +60,7 @@ def weigh(findings: Iterable[Finding], shape: LogShape, failures: Sequence[Failu
         if f.severity is Severity.CRASH and f.score > 0 and not _only_warnings(f))
     finished = (shape.ended_line > 0 and (crash is None or shape.ended_line > crash.line)
                 and not _ended_by(failures, shape.ended_line))
+    interrupted = crash is None and _interrupted(shape, failures)
     weighed = []
     for finding in findings:
         factor = 1.0
@@ -66,8 +70,10 @@ def weigh(findings: Iterable[Finding], shape: LogShape, failures: Sequence[Failu
         if finding.severity is Severity.PROSE and finding.evidence and all(
                 _PRINTED.match(e.text) for e in finding.evidence):
             factor *= PROSE_PRINTED
-        if finding.severity is Severity.SYMPTOM or _only_warnings(finding):
-            if finished:
+        if _only_warnings(finding) and interrupted:
+            factor *= WARNING_BEFORE_INTERRUPT
+        elif finding.severity is Severity.SYMPTOM or _only_warnings(finding):
+            if finished or interrupted:
                 factor *= SYMPTOM_AFTER_SUCCESS
             elif crash is not None and not explained and not _predicted(finding, crash):
                 factor *= SYMPTOM_BEFORE_CRASH
@@ -95,6 +101,12 @@ def final_crash(shape: LogShape, failures: Sequence[Failure]) -> Failure | None:
         return None
     last = real[-1]
     return last if last.first_line > shape.last_metric_line else None
+
+
+def _interrupted(shape: LogShape, failures: Sequence[Failure]) -> bool:
+    """The log ends in a KeyboardInterrupt, nothing reported after it: the user stopped it."""
+    return bool(failures) and failures[-1].exc_type.rsplit(".", 1)[-1] == "KeyboardInterrupt" \
+        and failures[-1].first_line > shape.last_metric_line
 
 
 def _only_warnings(finding: Finding) -> bool:
