@@ -260,6 +260,8 @@ def test_a_healthy_run_gets_no_root() -> None:
     ("NameError: name 'np' is not defined", "/env/site-packages/mylib/x.py", "code"),
     ("IndexError: invalid index of a 0-dim tensor. Use `tensor.item()` in Python",
      "train.py", "environment"),
+    ("KeyError: \"Dataset 'my_train' is not registered! Available datasets are: coco_2017_train\"",
+     "/env/site-packages/detectron2/data/catalog.py", "config"),
 ])
 def test_root_classes_of_failures_outside_the_taxonomy(exc: str, frame: str, root: str) -> None:
     diagnosis = diagnose(traceback(exc, "/srv/app/train.py", frame))

@@ -151,6 +151,13 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              types=("KeyError",), scope="raise",
              message=r"(?:ckpt|checkpoint|state_dict|snapshot|pretrained)\w*\s*\[\s*['\"]|"
                      r"torch\.load\([^)]*\)\s*\["),
+    RootRule("MR-ROOT-105", C, "The dataset name the config gives is not registered",
+             "Register the dataset before building the trainer (DatasetCatalog.register and "
+             "MetadataCatalog in detectron2), under the name the config uses; a one-letter "
+             "name is a string given where a tuple was meant: DATASETS.TRAIN = ('my_train',).",
+             types=("KeyError",),
+             message=r"Dataset '[^'\n]*' is not registered|DatasetCatalog\._REGISTERED\[|"
+                     r"catalog\.py\", line \d+, in get\b"),
     RootRule("MR-ROOT-071", C, "More GPUs talk peer-to-peer than CUDA allows (8 peers a GPU)",
              "Use at most 8 GPUs a node in one peer-to-peer group, or turn P2P off "
              "(NCCL_P2P_DISABLE=1) for larger jobs.",

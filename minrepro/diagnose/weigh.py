@@ -121,5 +121,5 @@ def _within(finding: Finding, crash: Failure) -> bool:
 def _predicted(finding: Finding, crash: Failure) -> bool:
     message = crash.message.lower()
     if finding.cause in _NAN_CAUSES:
-        return "nan" in message or "inf" in message or "non-finite" in message
+        return any(word in message for word in ("nan", "inf", "non-finite", "not finite"))
     return finding.cause in _MEMORY_CAUSES and "out of memory" in message
