@@ -271,6 +271,24 @@ def test_a_resumed_run_on_its_held_out_plateau_is_weak(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
+def test_memorising_with_a_wandering_held_out_accuracy_is_overfitting(seed: int) -> None:
+    """Keras-style epochs: training loss 0.17 -> 0.03 and accuracy 0.95 -> 0.99 while the
+    validation loss climbs 2.2 -> 3.8 and validation accuracy wanders 0.64-0.70: the model
+    memorises its training set; the wandering accuracy is no sign that it still improves."""
+    rng = random.Random(seed)
+    rows = []
+    for epoch in range(1, 31):
+        progress = epoch / 30
+        rows += [f"Epoch {epoch}/100",
+                 f" - 560s - loss: {0.17 * (1 - 0.82 * progress):.4f} - acc: "
+                 f"{0.945 + 0.045 * progress:.4f} - val_loss: "
+                 f"{2.2 + 1.6 * progress + rng.gauss(0, 0.12):.4f} - val_acc: "
+                 f"{0.67 + rng.uniform(-0.03, 0.03):.4f}"]
+    diagnosis = diagnose(rows)
+    assert diagnosis.cause == "overfitting"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_fp16_scale_that_never_recovers(seed: int) -> None:
     rows = deepspeed_fp16_style(seed, steps=1000)[:6]
     scale = 2048

@@ -13,6 +13,7 @@ from minrepro.diagnose.analyze.trends import levels, mean, median, percent_scale
 from minrepro.model import Finding
 
 RISE = 1.1  # a held-out loss this far above its best, to stay, is rising
+WIDE = 1.5  # a held-out loss this far above its best has left it far behind
 FELL = 0.02  # a held-out metric this share of its scale below its best: it learned, then lost it
 
 
@@ -139,12 +140,17 @@ def overfitting(state: CurveState) -> Finding | None:
     if still_improving(state, evals[best].line):
         return None  # the held-out loss rises, but the model still gets better at the task
     worse = _quality_got_worse(state)
-    if state.quality() and not quality_improved(state, margin=FELL) and not _quality_got_worse(
-            state, margin=FELL) and not accuracy_rose(state, ("accuracy",)):
+    # the gap grew by far (the held-out loss half again above its best while the training
+    # loss halved): the training set is being memorised, whatever the accuracy does meanwhile
+    train_levels = levels(train_after)
+    memorising = after[-1] >= WIDE * floor and train_levels[-1] <= 0.5 * train_levels[0]
+    if state.quality() and not memorising and not quality_improved(
+            state, margin=FELL) and not _quality_got_worse(state, margin=FELL) and not (
+            accuracy_rose(state, ("accuracy",))):
         return None  # the held-out metric never moved: it never fit (labels? the eval set?)
     # a held-out metric that held its level while the loss rose: a model growing over-confident
-    # on the samples it gets wrong, not one getting worse at the task
-    score = 0.8 if worse else 0.45 if state.quality() else 0.7
+    # on the samples it gets wrong, not one getting worse at the task (unless memorising)
+    score = 0.8 if worse else 0.7 if not state.quality() else 0.6 if memorising else 0.45
     return finding(checks.EVAL_LOSS_RISES, score, [evals[best], evals[-1]],
                    params={"best_eval_loss": round(evals[best].value, 4)})
 
