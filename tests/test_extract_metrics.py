@@ -109,6 +109,9 @@ CASES = [
     ("mnist_example_test_line",  # pytorch/examples mnist: the fraction is samples right, no step
      "Test set: Average loss: 0.0335, Accuracy: 9891/10000 (99%)",
      {"eval_loss": 0.0335, "eval_accuracy": 98.91}, None),  # the counts, not the rounded %
+    ("gan_losses_by_their_initials",  # a DCGAN's epoch line: neither is the training loss
+     "Epoch 00001 |`G Loss: 0.7868 | D Loss: 1.2623 | Time: 22.87s",
+     {"g_loss": 0.7868, "d_loss": 1.2623, "loss": None}, None),
     ("misclassified_count_is_the_accuracy_complement",  # a CIFAR script's error count (m4)
      "[TRAIN Epoch 1] Loss: 2.33110598225, Error: 44996/50000",
      {"loss": 2.33110598225, "accuracy": 10.008}, None),

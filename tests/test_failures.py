@@ -260,6 +260,8 @@ def test_a_healthy_run_gets_no_root() -> None:
     ("NameError: name 'np' is not defined", "/env/site-packages/mylib/x.py", "code"),
     ("IndexError: invalid index of a 0-dim tensor. Use `tensor.item()` in Python",
      "train.py", "environment"),
+    ("RuntimeError: Device index must not be negative",
+     "/env/site-packages/torch/nn/parallel/distributed.py", "config"),
     ("KeyError: \"Dataset 'my_train' is not registered! Available datasets are: coco_2017_train\"",
      "/env/site-packages/detectron2/data/catalog.py", "config"),
 ])

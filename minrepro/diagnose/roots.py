@@ -153,6 +153,11 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "index past the visible GPUs)", "Ask for a GPU index below torch.cuda.device_count() "
              "(--gpu / --local_rank / CUDA_VISIBLE_DEVICES), or launch one process a visible GPU.",
              message=r"invalid device ordinal"),
+    RootRule("MR-ROOT-106", C, "The device index is -1: the rank the code reads was never set "
+             "(a local_rank left at its default of -1)", "Launch with torchrun (which sets "
+             "LOCAL_RANK) and read the rank from os.environ['LOCAL_RANK'], or accept both "
+             "--local-rank and --local_rank; torchrun no longer passes the flag.",
+             message=r"Device index must not be negative"),
     RootRule("MR-ROOT-008", E, "A CUDA runtime or library (cuDNN, cuBLAS) call failed",
              "Check that the torch build fits the driver and GPU (python -m "
              "torch.utils.collect_env); try CUDNN off (torch.backends.cudnn.enabled = False) "

@@ -72,7 +72,7 @@ def weigh(findings: Iterable[Finding], shape: LogShape, failures: Sequence[Failu
             factor *= PROSE_PRINTED
         if _only_warnings(finding) and interrupted:
             factor *= WARNING_BEFORE_INTERRUPT
-        elif finding.severity is Severity.SYMPTOM or _only_warnings(finding):
+        elif finding.severity in (Severity.SYMPTOM, Severity.WARNING) or _only_warnings(finding):
             if finished or interrupted:
                 factor *= SYMPTOM_AFTER_SUCCESS
             elif crash is not None and not explained and not _predicted(finding, crash):

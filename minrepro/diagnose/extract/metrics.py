@@ -52,18 +52,18 @@ _MULTIWORD = ("max mem|lm loss|learning rate|grad norm|loss scale|val loss|eval 
               "|valid loss|total loss|test loss|val acc|data time|batch time|ram used|ram usage"
               "|time cost|cost time")  # "time cost: 12.3s" is a duration, not a cost function
 #: Words that qualify a loss or an accuracy as one name: "Batch loss", "Average Train Loss",
-#: "Discriminator Loss" (a GAN's: not the training loss).
+#: "Discriminator Loss", "G Loss" / "D Loss" (a GAN's: not the training loss).
 _QUALIFIED = ("(?:(?:batch|epoch|step|iter|train|training|val|vali|valid|validation|test"
               "|testing|eval"
               "|initial|final|best|min|lowest"
-              "|average|avg|mean|running|total|discriminator|generator|critic|actor"
+              "|average|avg|mean|running|total|discriminator|generator|critic|actor|g|d"
               "|reconstruction|adversarial|content|style|perceptual|contrastive)\\.? )+"
               "(?:loss|acc|accuracy)")
 #: `key: value`, `key=value`, `key value`; the value must end the token (not `0.23.ckpt`,
 #: `1:52:15`, `4846/12331`, `2017-06`). `(?:\s*[:=]\s*|\s+)`, not `\s*(?:[:=]\s*|\s+)`: the
 #: latter tries every split of a run of blanks, quadratic on `lr` + 8,000 spaces.
 _PAIR = lazy(
-    rf"(?:^|(?<=[\s,|{{(\[\];，。、>]))(?P<key>(?i:{_QUALIFIED})|(?i:{_MULTIWORD})"
+    rf"(?:^|(?<=[\s,|{{(\[\];，。、>`]))(?P<key>(?i:{_QUALIFIED})|(?i:{_MULTIWORD})"
     rf"|[A-Za-z][\w@/\-]*?)"
     rf"(?:\s*[:=：]\s*|\s+)(?:\[(?![^\]]{{0,40}}?,))?{_VALUE}"  # `[0.5]`, not `[1, 100]`
     rf"(?:\s?(?P<unit>ms|MiB|MB|GiB|GB)\b|(?P<letter>[smMG%]))?"
