@@ -212,6 +212,34 @@ def test_an_index_error_in_the_token_table_is_no_position_overflow() -> None:
     assert positions.cause == "position_overflow"
 
 
+def test_two_ranks_interrupted_over_each_other_are_a_user_interrupt() -> None:
+    """Two ranks' Ctrl-C tracebacks printed over each other (their frames interleaved, the
+    exception names run together), then torchrun's agent passing the SIGINT on."""
+    site = "/env/lib/python3.8/site-packages"
+    rows = ["epoch 1 step 10 loss 2.31", "Traceback (most recent call last):",
+            "Traceback (most recent call last):",
+            '  File "/srv/pcdet/tools/train.py", line 229, in <module>',
+            '  File "/srv/pcdet/tools/train.py", line 229, in <module>',
+            "        main()main()",
+            f'  File "{site}/torch/nn/modules/_functions.py", line 84, in forward',
+            f'  File "{site}/torch/nn/modules/_functions.py", line 84, in forward',
+            "        count_all = count_all[mask]count_all = count_all[mask]",
+            "KeyboardInterruptKeyboardInterrupt", "",
+            "Traceback (most recent call last):",
+            f'  File "{site}/torch/distributed/elastic/multiprocessing/api.py", line 62, in '
+            "_terminate_process_handler",
+            '    raise SignalException(f"Process {os.getpid()} got signal: {sigval}", '
+            "sigval=sigval)",
+            "torch.distributed.elastic.multiprocessing.api.SignalException: Process 49486 got "
+            "signal: 2"]
+    diagnosis = diagnose("\n".join(rows))
+    assert diagnosis.failure is None and not diagnosis.answered
+    # a hang-up is no user interrupt: the agent's SIGHUP stays what failed
+    hung_up = diagnose("\n".join(rows[:1] + rows[11:]).replace("signal: 2", "signal: 1"))
+    assert hung_up.failure is not None
+    assert hung_up.failure.exc_type.endswith("SignalException")
+
+
 def test_a_healthy_run_gets_no_root() -> None:
     diagnosis = diagnose((SAMPLES / "none__healthy_hf_trainer.log").read_text())
     assert diagnosis.root is None and diagnosis.failure is None

@@ -50,6 +50,9 @@ _CASCADE_TEXT = lazy(
     r"another rank|other ranks? (?:failed|exited)|terminate called", re.IGNORECASE)
 _LAUNCHER = ("ChildFailedError", "ProcessRaisedException", "ProcessExitedException")
 _INTERRUPTS = ("KeyboardInterrupt",)
+#: torchrun's agent passing on the user's Ctrl-C: "Process 49486 got signal: 2"
+_SIGINT = lazy(r"got signal: 2\b")
+_INTERRUPT_SPAN = 400  # lines a traceback interrupted with the others may start before it
 # errors a shell tool prints before the job runs (conda's `conda activate` outside an
 # initialised shell): the job goes on in another environment, and fails, if it does, later
 _SHELL_TOOLS = ("CommandNotFoundError",)
@@ -77,6 +80,7 @@ class FailureLog:
         self.candidates: list[_Candidate] = []
         self.root_rank: int | None = None  # the rank torchrun says failed first
         self._chained: dict[int | None, bool] = {}  # rank -> the last traceback chains on
+        self._interrupts: list[int] = []  # lines of the user's interrupts (the last few)
 
     def add_traceback(self, tb: Traceback, failure: Failure, before: str,
                       opening: str = "") -> None:
@@ -84,8 +88,11 @@ class FailureLog:
         line as printed (a logger's prefix and level included)."""
         short = tb.short_type
         text = tb.message
-        if short in _INTERRUPTS or (short == "SystemExit" and not _ARGPARSE.search(text)):
+        if short in _INTERRUPTS or (short == "SystemExit" and not _ARGPARSE.search(text)) or (
+                short == "SignalException" and _SIGINT.search(text)):
             self._chained[tb.rank] = False
+            if short != "SystemExit":
+                self._interrupts = [*self._interrupts[-7:], failure.line]
             return
         if short in _LAUNCHER:
             found = _ROOT_RANK.search(text)
@@ -182,6 +189,10 @@ class FailureLog:
         self.candidates = [c for c in self.candidates if c.failure.line >= went_on_until
                            or any(line > c.failure.line for line in restarts)
                            or _REPORTED_FIRST.search(c.failure.message)]
+        # A traceback cut before its exception line shortly before a Ctrl-C is another
+        # rank's copy of the interrupt, printed over (KeyboardInterruptKeyboardInterrupt).
+        self.candidates = [c for c in self.candidates if c.failure.exc_type or not any(
+            0 <= line - c.failure.first_line <= _INTERRUPT_SPAN for line in self._interrupts)]
         failures = [c.failure for c in self.candidates if c.role == "failure"]
         # A traceback cut before its exception line (ranks printing over each other) is a
         # failure only when nothing whole is found.

@@ -33,6 +33,9 @@ _MAX_JUPYTER_NOISE = 60
 _MIN_WIDTH = 40  # a console narrower than this is no console a log was copied from
 
 
+#: An exception name printed twice or more, run together (ranks writing one line at once).
+_DOUBLED = lazy(r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*?(?:Error|Exception|Interrupt|Exit|Warning))\1+")
+
 @dataclass(slots=True, eq=False)
 class _Partial:
     """A traceback being read: frames first, then (once `exc_type` is set) its message."""
@@ -75,6 +78,8 @@ class _Partial:
         self.expect_code = False
 
     def start_message(self, exc_type: str, first: str, line: int) -> None:
+        doubled = _DOUBLED.fullmatch(exc_type)  # two processes' lines run together on one:
+        exc_type = doubled[1] if doubled else exc_type  # KeyboardInterruptKeyboardInterrupt
         self.exc_type, self.exc_line = exc_type, line
         first = first[:MAX_MESSAGE_CHARS]
         self.message = [first] if first else []
