@@ -109,6 +109,11 @@ CASES = [
     ("mnist_example_test_line",  # pytorch/examples mnist: the fraction is samples right, no step
      "Test set: Average loss: 0.0335, Accuracy: 9891/10000 (99%)",
      {"eval_loss": 0.0335, "eval_accuracy": 98.91}, None),  # the counts, not the rounded %
+    ("qualified_names_padded_with_two_spaces",  # a tab-separated epoch line of a classifier
+     "Epoch: 1 \tTraining Loss: 0.0000011422 \tTraining Accuracy: 0.961385 \tValidation Loss: "
+     "0.0000030775 \tValidation  Accuracy: 0.978055",
+     {"loss": 1.1422e-06, "accuracy": 0.961385, "eval_loss": 3.0775e-06,
+      "eval_accuracy": 0.978055}, None),
     ("gan_losses_by_their_initials",  # a DCGAN's epoch line: neither is the training loss
      "Epoch 00001 |`G Loss: 0.7868 | D Loss: 1.2623 | Time: 22.87s",
      {"g_loss": 0.7868, "d_loss": 1.2623, "loss": None}, None),

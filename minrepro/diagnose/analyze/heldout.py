@@ -4,6 +4,8 @@ overfitting. Pure checks of a CurveState, like curves.py."""
 
 from __future__ import annotations
 
+import math
+
 from minrepro.diagnose.analyze import checks
 from minrepro.diagnose.analyze.curvestate import CurveState
 from minrepro.diagnose.analyze.quality import accuracy_rose, quality_improved, still_improving
@@ -40,6 +42,8 @@ def collapse(state: CurveState) -> Finding | None:
                and len(since) >= 2 and all(p.value <= 1e-4 for p in since))
     if not (always_zero or perfect or (collapsed and at_chance is not None)):
         return None
+    if _loss_below_its_accuracy(state, loss[-1].value):
+        return None  # a loss of 1e-7 beside 99.5 % training accuracy is a sum scaled down
     params: dict[str, int] = {}
     if at_chance is not None and at_chance[1]:
         params["num_classes"] = at_chance[1]
@@ -47,6 +51,17 @@ def collapse(state: CurveState) -> Finding | None:
     score = 0.75 if at_chance is not None else 0.5
     return finding(checks.LOSS_COLLAPSE, score, evidence, params=params,
                    supersedes=("overfitting",))
+
+
+def _loss_below_its_accuracy(state: CurveState, loss: float) -> bool:
+    """A mean cross-entropy is at least ln 2 on every sample the model gets wrong: with
+    0.5 % of the training samples wrong it is 0.0035 or more. A loss far below that beside
+    the training accuracy is a sum scaled down (or no cross-entropy): its ~0 is no collapse."""
+    train = state.main("accuracy").values()
+    if not train:
+        return False
+    wrong = 1.0 - train[-1] / percent_scale(train)
+    return loss < 0.5 * wrong * math.log(2)
 
 
 def _eval_at_chance(state: CurveState) -> tuple[Point, int | None] | None:

@@ -41,7 +41,8 @@ ALIASES: dict[str, str] = {
     **dict.fromkeys(("lr", "learning_rate", "current_lr", "cur_lr", "lr_adam", "lr_adamw",
                      "lr_sgd"), "learning_rate"),
     **dict.fromkeys(("grad_norm", "gnorm", "gradient_norm", "total_norm"), "grad_norm"),
-    **dict.fromkeys(("acc", "accuracy", "train_acc", "train_accuracy", "acc1", "acc@1",
+    **dict.fromkeys(("acc", "accuracy", "train_acc", "train_accuracy", "training_acc",
+                     "training_accuracy", "acc1", "acc@1",
                      "accuracy@1", "prec@1", "top1", "top1_acc", "iter_acc", "batch_acc",
                      "top_1_accuracy", "top1_accuracy", "main_accuracy"), "accuracy"),
     "epoch": "epoch",
@@ -80,7 +81,7 @@ _QUALITY_DOWN = lazy(r"epe|wer|cer|ppl|perplexity|fid|error|err|mae|rmse|ter")
 
 
 def clean(key: str) -> str:
-    return (key.strip().lower().replace(". ", " ").replace(" ", "_").replace("/", "_")
+    return ("_".join(key.lower().replace(". ", " ").split()).replace("/", "_")
             .replace("-", "_"))
 
 

@@ -57,7 +57,7 @@ _QUALIFIED = ("(?:(?:batch|epoch|step|iter|train|training|val|vali|valid|validat
               "|testing|eval"
               "|initial|final|best|min|lowest"
               "|average|avg|mean|running|total|discriminator|generator|critic|actor|g|d"
-              "|reconstruction|adversarial|content|style|perceptual|contrastive)\\.? )+"
+              "|reconstruction|adversarial|content|style|perceptual|contrastive)\\.?\\s{1,3})+"
               "(?:loss|acc|accuracy)")
 #: `key: value`, `key=value`, `key value`; the value must end the token (not `0.23.ckpt`,
 #: `1:52:15`, `4846/12331`, `2017-06`). `(?:\s*[:=]\s*|\s+)`, not `\s*(?:[:=]\s*|\s+)`: the
