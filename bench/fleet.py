@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import math
 import random
 import re
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,12 +103,18 @@ def log_text(seed: int, index: int, names: list[Path], max_bytes: int | None = N
 
 def write_fleet(out: Path, n: int, seed: int = 0, max_bytes: int | None = None) -> Path:
     """Write logs 0..n-1 under `out` (100 a folder) and `truth.csv` (path, true group,
-    strict group); the truth file's path. Logs already there are kept (the same seed,
-    the same text)."""
+    strict group); the truth file's path. Logs already there are kept when they were made
+    from the same samples with the same seed (a stamp says so); else they are made again
+    (a sample added or edited changes which sample log i is made of)."""
     names = templates()
     groups = {p.stem: true_group(p) for p in names}
     truth = out / "truth.csv"
     out.mkdir(parents=True, exist_ok=True)
+    stamp, wanted = out / "fleet.stamp", _stamp(names, seed, max_bytes)
+    if not stamp.exists() or stamp.read_text(encoding="utf-8") != wanted:
+        for folder in out.glob("d[0-9][0-9][0-9][0-9]"):
+            shutil.rmtree(folder)
+        stamp.write_text(wanted, encoding="utf-8")
     with open(truth, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         for index in range(n):
@@ -118,6 +126,14 @@ def write_fleet(out: Path, n: int, seed: int = 0, max_bytes: int | None = None) 
                     log.writelines(chunks)
             writer.writerow((str(path), groups[group], group))
     return truth
+
+
+def _stamp(names: list[Path], seed: int, max_bytes: int | None) -> str:
+    """What the fleet's logs are made from: the samples' names and texts, the seed, the cap."""
+    digest = hashlib.sha256(f"{seed}/{max_bytes}".encode())
+    for path in names:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def main() -> None:
