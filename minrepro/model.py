@@ -221,7 +221,7 @@ class ConfusionMatrix:
     true class (sklearn's and numpy's layout: columns are the predicted classes)."""
 
     line: int  # its first row's
-    rows: tuple[tuple[int, ...], ...]
+    rows: tuple[tuple[float, ...], ...]  # counts, or shares where the log prints shares
     rank: int | None = None
     text: str = ""  # its first row's
     last: tuple[int, str] = (0, "")  # its last row's line and text

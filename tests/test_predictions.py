@@ -56,6 +56,27 @@ def test_rows_without_a_confusion_heading_or_wrapped_by_numpy_are_no_matrix() ->
     assert matrices(wrapped) == []
 
 
+LABELLED = """Validation confusion matrix:
+           P = 0   P = 1 | Total
+    L = 0  {a}   {b} | 0.884
+    L = 1  {c}   {d} | 0.116
+    Total  1.000   0.000 | 0.884
+"""
+
+
+def test_a_labelled_table_of_shares_is_a_matrix() -> None:
+    """A header of predicted classes, rows named by the true class, a total column and row
+    (a Data Science Stack Exchange question's binary classifier)."""
+    (matrix,) = matrices(LABELLED.format(a="0.884", b="0.000", c="0.116", d="0.000"))
+    assert matrix.rows == ((0.884, 0.0), (0.116, 0.0)) and matrix.line == 3
+    one_class = diagnose(LABELLED.format(a="0.884", b="0.000", c="0.116", d="0.000"))
+    assert one_class.cause == "single_class_labels"
+    learned = diagnose(LABELLED.format(a="0.850", b="0.034", c="0.020", d="0.096"))
+    assert learned.cause is None
+    assert matrices("Confusion matrix:\n  cat dog\n  cat 12 3\n  dog 4 20\n")[0].rows == (
+        (12, 3), (4, 20))
+
+
 def test_every_sample_predicted_as_one_class_is_single_class_labels() -> None:
     diagnosis = diagnose(COLLAPSED)
     assert diagnosis.cause == "single_class_labels" and diagnosis.rule_id == "MR-CONV-109"

@@ -39,7 +39,7 @@ class PredictionsAnalyzer:
                         severity=Severity.SYMPTOM)]
 
 
-def in_one_class(rows: tuple[tuple[int, ...], ...]) -> bool:
+def in_one_class(rows: tuple[tuple[float, ...], ...]) -> bool:
     """Every count in one column (predicted class) or one row (true class), and some."""
     columns = {j for row in rows for j, n in enumerate(row) if n}
     filled = {i for i, row in enumerate(rows) if any(row)}

@@ -13,7 +13,13 @@ task's four counts, on one line or a few (pytorch-transformers' and BERT's eval 
   INFO:__main__:  fp = 2529       INFO:tensorflow:  eval_fp = 0.0
   INFO:__main__:  tn = 0          ...
   INFO:__main__:  tp = 2471
-are the matrix [[tn, fp], [fn, tp]].
+are the matrix [[tn, fp], [fn, tp]]. And a labelled table, counts or shares, a header of the
+predicted classes over rows of the true ones, a total row and column optional:
+  Validation confusion matrix:
+             P = 0   P = 1 | Total
+      L = 0  0.884   0.000 | 0.884
+      L = 1  0.116   0.000 | 0.116
+      Total  1.000   0.000 | 0.884
 """
 
 from __future__ import annotations
@@ -27,6 +33,11 @@ from minrepro.patterns import lazy
 #: One row of integer counts: `[[ 0 0 7917 0 0]`, ` [0, 0, 12],`, `tensor([[12,  0],`.
 _ROW = lazy(r"^\s*(?:[\w ]{0,40}[:=]\s*)?(?:tensor\()?\[?\[\s*(\d+(?:[\s,]+\d+){0,255})\s*,?\s*\]"
             r"(\])?\s*(?:\)|,)?\s*$")
+#: A labelled row: a true class's name (`L = 1`, `cat`, `true_3:`), its cells, a total after
+#: a bar; a `Total` row ends the table.
+_LABELLED = lazy(r"^\s*(?P<label>[A-Za-z_][\w.-]{0,20}(?:\s*[=:]\s*\w{1,12})?:?)\s+"
+                 r"(?P<cells>\d+(?:\.\d+)?(?:[ \t]+\d+(?:\.\d+)?){1,63})\s*"
+                 r"(?:\|\s*\d+(?:\.\d+)?\s*)?$")
 HEADING_LINES = 2  # the first row within this many lines of the heading
 MAX_ROWS = 256
 #: One of a binary task's counts: `tn = 0`, `eval_fp = 0.0`, `TP: 12`.
@@ -44,7 +55,7 @@ class ConfusionExtractor:
 
     def __init__(self) -> None:
         self._heading = 0  # the line of the last heading; 0: none open
-        self._rows: list[tuple[int, ...]] = []
+        self._rows: list[tuple[float, ...]] = []
         self._lines: list[Line] = []  # the first and last row's
         self._rank: int | None = None
         self._counts: dict[str, int] = {}
@@ -64,22 +75,24 @@ class ConfusionExtractor:
             self._rows, self._lines = [], []
             row = _ROW.match(line.text)  # `confusion matrix: [[12 0]` on the heading's line
             return found + (self._add(row, line) if row else ())
-        row = _ROW.match(line.text)
-        if row is None:
-            return self._finish()
         if not self._rows and line.line - self._heading > HEADING_LINES:
             self._heading = 0
             return ()
+        row = _ROW.match(line.text) or _LABELLED.match(line.text)
+        if row is None or (_labelled(row) and row["label"].lower() == "total"):
+            # a header of column names before the first row; anything else ends it
+            return () if not self._rows and row is None else self._finish()
         return self._add(row, line)
 
     def _add(self, row: re.Match[str], line: Line) -> tuple[ConfusionMatrix, ...]:
-        counts = tuple(int(n) for n in row.group(1).replace(",", " ").split())
+        cells = row["cells"] if _labelled(row) else row.group(1)
+        counts = tuple(float(n) if "." in n else int(n) for n in cells.replace(",", " ").split())
         if self._rows and len(counts) != len(self._rows[0]) or len(self._rows) >= MAX_ROWS:
             self._heading, self._rows = 0, []  # no matrix: rows of other lengths, or too many
             return ()
         self._lines = [self._lines[0], line] if self._lines else [line]
         self._rows.append(counts)
-        return self._finish() if row.group(2) else ()
+        return self._finish() if not _labelled(row) and row.group(2) else ()
 
     def _finish(self) -> tuple[ConfusionMatrix, ...]:
         rows, self._rows, self._heading = self._rows, [], 0
@@ -106,7 +119,11 @@ class ConfusionExtractor:
         return self._finish()
 
 
-def spanning(rows: tuple[tuple[int, ...], ...], first: Line, last: Line,
+def _labelled(row: re.Match[str]) -> bool:
+    return "cells" in row.re.groupindex
+
+
+def spanning(rows: tuple[tuple[float, ...], ...], first: Line, last: Line,
              rank: int | None) -> ConfusionMatrix:
     """The matrix `rows`, read from the lines `first` to `last` (its evidence)."""
     return ConfusionMatrix(line=first.line, rows=rows, rank=rank, text=first.text[:300],
