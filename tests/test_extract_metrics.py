@@ -271,6 +271,15 @@ def test_a_markdown_table_of_epochs() -> None:
         (5.0, 2.24, 2.89), (10.0, 1.86, 2.88), (15.0, 1.77, 2.90)]
 
 
+def test_fastais_table_with_a_duration_column() -> None:
+    """fastai's (and tsai's) progress table, pasted: a `time` column of `00:01` durations."""
+    records = _records(["epoch | train_loss | valid_loss | mae | _rmse | time",
+                        "-- | -- | -- | -- | -- | --",
+                        "0 | nan | nan | nan | nan | 00:01", "1 | 0.52 | 0.61 | 0.4 | 0.5 | 01:12"])
+    assert [(r.get("epoch"), r.get("eval_loss")) for r in records][1:] == [(1.0, 0.61)]
+    assert math.isnan(records[0].get("loss")) and records[1].get("batch_time") is None
+
+
 def test_csv_metrics_with_empty_cells() -> None:
     """Lightning's CSVLogger: a training row and an evaluation row per step, each empty where
     the other's columns are."""

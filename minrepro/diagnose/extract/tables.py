@@ -1,6 +1,7 @@
 """Tables of metrics: a header line naming the columns, then rows of numbers under it.
 
     | epoch | train loss | val loss |        markdown (a `|---|` rule line is skipped)
+    epoch | train_loss | valid_loss | time   fastai's table (a `00:01` duration cell is skipped)
     epoch   step   loss    acc              whitespace or tab columns
     epoch,step,train_loss,val_loss          CSV (Lightning's metrics.csv), empty cells allowed
     *** train_loss,valid_loss ***           a loop's decorated CSV header over tab-separated rows
@@ -16,6 +17,8 @@ _COLUMN_GAP = lazy(r"\t+|\s{2,}")
 _NUMBER_TOKEN = lazy(rf"(?<![\w.]){FLOAT}(?![\w.])")
 _CELL_NUMBER = lazy(rf"({FLOAT})\s*%?")
 _RULE_CELL = lazy(r":?-{2,}:?")
+#: A duration as a clock shows it (fastai's `time` column: `00:01`): a cell, not a value kept.
+_CLOCK_CELL = lazy(r"\d{1,3}:\d\d(?::\d\d)?")
 
 
 def cells(text: str) -> list[str]:
@@ -66,6 +69,8 @@ def row(text: str, columns: list[str | None]) -> tuple[dict[str, float], int | N
             continue  # a CSV row without this column's value
         number = _CELL_NUMBER.fullmatch(cell)
         if number is None:
+            if _CLOCK_CELL.fullmatch(cell):
+                continue
             return None
         if name == "step":
             step = parse_int(number[1])  # inf/nan/huge: a row without a step
