@@ -303,6 +303,25 @@ def test_a_tiny_summed_loss_beside_a_learning_accuracy_is_no_collapse(seed: int)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
+def test_a_trainer_state_json_stuck_at_ln_4_is_stagnation(seed: int) -> None:
+    """HF's trainer_state.json of a 4-way multiple-choice run: every evaluation at
+    eval_loss 1.3863 (ln 4) and eval_accuracy near 0.25, one key a line."""
+    rng = random.Random(seed)
+    rows = ["{", '  "best_metric": null,', '  "log_history": [']
+    for step in range(50, 2050, 50):
+        rows += ["    {", f'      "epoch": {step / 157:.2f},',
+                 f'      "learning_rate": {2e-5 * (1 - step / 2100):.6e},',
+                 f'      "loss": {1.3863 + abs(rng.gauss(0, 0.008)):.4f},', f'      "step": {step}',
+                 "    },", "    {", f'      "epoch": {step / 157:.2f},',
+                 f'      "eval_accuracy": {0.25 + rng.uniform(0, 0.05):.6f},',
+                 f'      "eval_loss": {math.log(4) + rng.gauss(0, 2e-5):.10f},',
+                 f'      "step": {step}', "    },"]
+    rows += ["  ]", "}"]
+    diagnosis = diagnose(rows)
+    assert diagnosis.cause == "loss_stagnation" and diagnosis.params["num_classes"] == 4
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_fp16_scale_that_never_recovers(seed: int) -> None:
     rows = deepspeed_fp16_style(seed, steps=1000)[:6]
     scale = 2048

@@ -271,6 +271,45 @@ def test_a_markdown_table_of_epochs() -> None:
         (5.0, 2.24, 2.89), (10.0, 1.86, 2.88), (15.0, 1.77, 2.90)]
 
 
+TRAINER_STATE = """{
+  "best_metric": null,
+  "epoch": 19.995245641838352,
+  "log_history": [
+    {
+      "epoch": 0.32,
+      "learning_rate": 7.911392405063292e-06,
+      "loss": 1.387,
+      "step": 50
+    },
+    {
+      "epoch": 0.32,
+      "eval_accuracy": 0.25503355264663696,
+      "eval_loss": NaN,
+      "step": 50
+    }
+  ]
+}"""
+
+
+def test_a_json_object_printed_one_key_a_line_is_one_record() -> None:
+    """HF's trainer_state.json: each entry of log_history is a record at its first key's
+    line; the top-level object (a nested list in it) is none."""
+    records = _records(TRAINER_STATE.splitlines())
+    assert [(r.line, r.step) for r in records] == [(6, 50), (12, 50)]
+    assert records[0].get("loss") == 1.387 and records[0].get("learning_rate") > 0
+    assert math.isnan(records[1].get("eval_loss")) and records[1].get("loss") is None
+
+
+def test_a_settings_object_printed_one_key_a_line_is_no_record() -> None:
+    """DeepSpeed prints its user config as JSON at start-up: `"loss_scale": 0` there means
+    dynamic scaling, no measured scale; an object without a step or epoch is no record."""
+    dump = ['[2022-10-29 00:42:11,295] [INFO] [config.py:967:print_user_config]   json = {',
+            '    "train_batch_size": 256, ', '    "fp16": {', '        "enabled": true, ',
+            '        "loss_scale": 0, ', '        "loss_scale_window": 500, ',
+            '        "min_loss_scale": 1', '    }, ', '    "gradient_clipping": 1.0', '}']
+    assert _records(dump) == []
+
+
 def test_fastais_table_with_a_duration_column() -> None:
     """fastai's (and tsai's) progress table, pasted: a `time` column of `00:01` durations."""
     records = _records(["epoch | train_loss | valid_loss | mae | _rmse | time",

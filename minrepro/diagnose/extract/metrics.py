@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 
 from minrepro.diagnose.extract import tables
 from minrepro.diagnose.extract.metricnames import STEP_KEYS, normalise
+from minrepro.diagnose.extract.objects import ObjectLines
 from minrepro.diagnose.extract.units import FLOAT, is_finite
 from minrepro.diagnose.literals import any_of
 from minrepro.model import Line, MetricRecord
@@ -65,6 +66,7 @@ _QUALIFIED = ("(?:(?:batch|epoch|step|iter|train|training|val|vali|valid|validat
 _PAIR = lazy(
     rf"(?:^|(?<=[\s,|{{(\[\];，。、>`]))(?P<key>(?i:{_QUALIFIED})|(?i:{_MULTIWORD})"
     rf"|[A-Za-z][\w@/\-]*?)"
+    rf"(?:\s\((?:total|avg|average|mean|sum|all|overall|global)\)(?=\s*[:=]))?"  # `Acc (total):`
     rf"(?:\s*[:=：]\s*|\s+)(?:\[(?![^\]]{{0,40}}?,))?{_VALUE}"  # `[0.5]`, not `[1, 100]`
     rf"(?:\s?(?P<unit>ms|MiB|MB|GiB|GB)\b|(?P<letter>[smMG%]))?"
     r"(?!\.?[\w/\-]|:\d)")
@@ -140,14 +142,23 @@ class MetricExtractor:
         self._columns: list[str | None] | None = None  # inside a table: its column names
         self._epoch: float | None = None  # the last epoch a header line announced
         self._eval_until = 0  # lines up to this one continue an evaluation block
+        self._object = ObjectLines()  # a JSON object printed one key a line
 
     @property
     def idle(self) -> bool:
-        """False inside a table: its rows hold numbers only, none of the TRIGGERS."""
-        return self._columns is None
+        """False inside a table (its rows hold numbers only, none of the TRIGGERS) or a JSON
+        object printed one key a line (its closing brace holds none either)."""
+        return self._columns is None and not self._object.open
 
     def feed(self, line: Line) -> Sequence[MetricRecord]:
         text = line.text
+        if self._object.open or text.lstrip().startswith('"'):
+            whole = self._object.feed(text, line.line)
+            if whole is not None:
+                record = parse_metrics(whole, Line(self._object.first_line, whole, line.rank))
+                return (record,) if record is not None else ()
+            if self._object.open:
+                return ()
         if self._columns is not None:
             row = _table_row(text, self._columns, line)
             if row is not None:
