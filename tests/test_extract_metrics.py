@@ -114,6 +114,10 @@ CASES = [
      "0.0000030775 \tValidation  Accuracy: 0.978055",
      {"loss": 1.1422e-06, "accuracy": 0.961385, "eval_loss": 3.0775e-06,
       "eval_accuracy": 0.978055}, None),
+    ("short_camel_case_names",  # an ESC-50 notes file's tqdm postfix
+     "  * 27%|##7       | 54/200 [53:05<2:23:32, 58.99s/ep] TrnAcc=0.045 ValAcc=0.034 "
+     "TrnLoss=3.901 ValLoss=3.912 ",
+     {"accuracy": 0.045, "eval_accuracy": 0.034, "loss": 3.901, "eval_loss": 3.912}, 54),
     ("gan_losses_by_their_initials",  # a DCGAN's epoch line: neither is the training loss
      "Epoch 00001 |`G Loss: 0.7868 | D Loss: 1.2623 | Time: 22.87s",
      {"g_loss": 0.7868, "d_loss": 1.2623, "loss": None}, None),

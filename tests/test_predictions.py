@@ -77,6 +77,21 @@ def test_a_labelled_table_of_shares_is_a_matrix() -> None:
         (12, 3), (4, 20))
 
 
+def test_an_accuracy_the_same_to_every_digit_while_the_loss_falls_is_one_class() -> None:
+    """A fine-tune printing `Accuracy: 66.29629629629629%` at each check while its loss falls
+    1.02 -> 0.39: the share of the dominant class, an argmax that never changes. A round
+    batch accuracy repeating (87.5 %) or a progress bar redrawn as it was is no such sign."""
+    losses = (1.0213, 0.9081, 0.6950, 0.6489, 0.7168, 0.3855)
+    accuracies = ("66.17283950617283", *(["66.29629629629629"] * 5))
+    rows = [f"Iteration: {i * 1000}. Loss: {loss}. Accuracy: {acc}%"
+            for i, (loss, acc) in enumerate(zip(losses, accuracies, strict=True))]
+    assert diagnose("\n".join(rows)).cause == "single_class_labels"
+    round_share = [row.replace("66.29629629629629", "87.5") for row in rows]
+    assert diagnose("\n".join(round_share)).cause is None
+    redrawn = rows[:2] + [rows[2]] * 4
+    assert diagnose("\n".join(redrawn)).cause != "single_class_labels"
+
+
 def test_every_sample_predicted_as_one_class_is_single_class_labels() -> None:
     diagnosis = diagnose(COLLAPSED)
     assert diagnosis.cause == "single_class_labels" and diagnosis.rule_id == "MR-CONV-109"

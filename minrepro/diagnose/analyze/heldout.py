@@ -125,7 +125,23 @@ def one_class_predicted(state: CurveState) -> Finding | None:
             and 0 < evals[0].value < 0.99 * scale and len(set(losses)) >= 3):
         return finding(checks.ONE_CLASS_PREDICTED, 0.55, [evals[0], evals[-1]],
                        params={"accuracy": round(evals[0].value / scale, 4)})
+    # an accuracy the log does not mark held-out, the same to many digits at its last
+    # records while the loss falls (66.29629629629629 %, five times): a share of one fixed
+    # set, where only an unchanging argmax keeps every digit
+    plain = state.main("accuracy").points()[-SAME_EVALS - 1:]
+    if (not evals and len(plain) > SAME_EVALS and len({p.value for p in plain[1:]}) == 1
+            and len({p.text for p in plain[1:]}) == SAME_EVALS  # no bar redrawn as it was
+            and _many_digits(plain[-1].value) and 0 < plain[-1].value < 0.99 * scale
+            and len(set(losses)) >= 3):
+        return finding(checks.ONE_CLASS_PREDICTED, 0.55, [plain[1], plain[-1]],
+                       params={"accuracy": round(plain[-1].value / scale, 4)})
     return None
+
+
+def _many_digits(value: float) -> bool:
+    """Printed with more than four decimals that are not all zeros (66.29629629629629, not
+    0.5 or 87.5: a batch's accuracy repeats those by chance)."""
+    return round(value, 4) != value
 
 
 # --- overfitting --------------------------------------------------------------------------

@@ -36,6 +36,7 @@ ALIASES: dict[str, str] = {
                      "average_loss", "average_train_loss", "avg_train_loss", "mean_train_loss",
                      "train_epoch_loss", "training_batch_loss", "train_batch_loss",
                      "main_loss",  # Chainer's reporter: main/loss
+                     "trnloss", "trn_loss", "trainloss",  # `TrnLoss=3.901 ValLoss=3.912`
                      # a cross-entropy printed by its name (OpenNMT-py's `xent: 4.01`)
                      "xent", "xentropy", "cross_entropy", "crossentropy"), "loss"),
     **dict.fromkeys(("lr", "learning_rate", "current_lr", "cur_lr", "lr_adam", "lr_adamw",
@@ -44,7 +45,10 @@ ALIASES: dict[str, str] = {
     **dict.fromkeys(("acc", "accuracy", "train_acc", "train_accuracy", "training_acc",
                      "training_accuracy", "acc1", "acc@1",
                      "accuracy@1", "prec@1", "top1", "top1_acc", "iter_acc", "batch_acc",
-                     "top_1_accuracy", "top1_accuracy", "main_accuracy"), "accuracy"),
+                     "top_1_accuracy", "top1_accuracy", "main_accuracy", "trnacc", "trn_acc",
+                     "trainacc"), "accuracy"),
+    **dict.fromkeys(("valloss", "validloss", "testloss", "evalloss"), "eval_loss"),
+    **dict.fromkeys(("valacc", "validacc", "testacc", "evalacc"), "eval_accuracy"),
     "epoch": "epoch",
     **dict.fromkeys(("data", "data_time", "dataloadingtime", "data_loading_time",
                      "load_data_time", "data_load_time", "dataload_time"), "data_time"),
