@@ -146,13 +146,17 @@ def test_an_error_the_run_went_on_after_is_no_failure() -> None:
 
 def test_a_failure_followed_by_a_new_session_in_the_same_log_is_still_a_failure() -> None:
     """Runs appended to one log.txt: the step counter going back says training started over
-    after the error (a restart), not that the run went on past it."""
+    after the error (a restart), not that the run went on past it. Where the last session
+    failed too, its failure is the one to diagnose: the user launched again past the first."""
     session = "".join(f"iter: {i} total_loss: {2.0 - i / 1e3:.3f}\n" for i in range(20, 120, 20))
-    log = (session + traceback("ValueError: too many dimensions 'Boxes'", "/srv/app/mapper.py")
-           + session + traceback("AssertionError: Dataset 'val' is empty!", "/srv/app/train.py"))
+    first = traceback("ValueError: too many dimensions 'Boxes'", "/srv/app/mapper.py")
+    log = session + first + session + traceback("AssertionError: Dataset 'val' is empty!",
+                                                "/srv/app/train.py")
     diagnosis = diagnose(log)
-    assert diagnosis.failure.exc_type == "ValueError"
-    assert [f.exc_type for f in diagnosis.cascade] == ["AssertionError"]
+    assert diagnosis.failure.exc_type == "AssertionError" and diagnosis.cascade == ()
+    # the last session still running (no failure of its own): the crash before it stands
+    still_running = diagnose(session + first + session)
+    assert still_running.failure.exc_type == "ValueError"
 
 
 def test_a_batch_counter_going_back_every_epoch_is_no_restart() -> None:

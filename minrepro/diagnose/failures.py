@@ -183,12 +183,19 @@ class FailureLog:
         training started over after it (`restarts`: lines where the step counter went back,
         a new session appended to the same log): then it ended its session, unless the
         last session said it finished (`ended`: the line of its "Training ... done", after
-        the last training records): earlier sessions' crashes are then history."""
+        the last training records) or failed itself: earlier sessions' crashes are then
+        history."""
         if 0 < went_on_until <= ended:
             restarts = ()
         self.candidates = [c for c in self.candidates if c.failure.line >= went_on_until
                            or any(line > c.failure.line for line in restarts)
                            or _REPORTED_FIRST.search(c.failure.message)]
+        # Training started over after a failure (the user launched again into the same
+        # file) and the last session failed too: its failure is the one to diagnose, the
+        # earlier sessions' are history.
+        last_start = max(restarts, default=0)
+        if any(c.role == "failure" and c.failure.line > last_start for c in self.candidates):
+            self.candidates = [c for c in self.candidates if c.failure.line > last_start]
         # A traceback cut before its exception line shortly before a Ctrl-C is another
         # rank's copy of the interrupt, printed over (KeyboardInterruptKeyboardInterrupt).
         self.candidates = [c for c in self.candidates if c.failure.exc_type or not any(
