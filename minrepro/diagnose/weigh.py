@@ -105,8 +105,9 @@ def final_crash(shape: LogShape, failures: Sequence[Failure]) -> Failure | None:
 
 def _interrupted(shape: LogShape, failures: Sequence[Failure]) -> bool:
     """The log ends in a KeyboardInterrupt, nothing reported after it: the user stopped it."""
-    return bool(failures) and failures[-1].exc_type.rsplit(".", 1)[-1] == "KeyboardInterrupt" \
-        and failures[-1].first_line > shape.last_metric_line
+    last = failures[-1] if failures else None
+    return (last is not None and last.exc_type.rsplit(".", 1)[-1] == "KeyboardInterrupt"
+            and last.first_line > shape.last_metric_line)
 
 
 def _only_warnings(finding: Finding) -> bool:
