@@ -228,6 +228,30 @@ def test_frames_and_code_and_line_numbers() -> None:
     assert event.short_type == "FileNotFoundError"
 
 
+RICH = """╭──────────────────── Traceback (most recent call last) ─────────────────────╮
+│ /home/u/proj/train.py:121 in <module>                                     │
+│                                                                           │
+│   118 │   model = build(cfg)                                              │
+│ ❱ 121 │   trainer.fit(model)                                              │
+│                                                                           │
+│ /env/lib/python3.10/site-packages/lightning/pytorch/trainer.py:544 in fit │
+│                                                                           │
+│ ❱ 544 │   │   call._call_and_handle_interrupt(                            │
+╰───────────────────────────────────────────────────────────────────────────╯
+RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x512 and 256x10)"""
+
+
+def test_a_rich_boxed_traceback_keeps_its_frames() -> None:
+    """rich.traceback's box (typer and other rich apps print it): each frame's path, line and
+    function, and the line it ran, then the exception below the box."""
+    (event,) = run(RICH)
+    assert event.short_type == "RuntimeError" and event.first_line == 1 and event.line == 11
+    assert [(f.file.rsplit("/", 1)[-1], f.line, f.function) for f in event.frames] == [
+        ("train.py", 121, "<module>"), ("trainer.py", 544, "fit")]
+    assert event.frames[0].code == "trainer.fit(model)"
+    assert event.frames[1].code == "call._call_and_handle_interrupt("
+
+
 def test_interleaved_ranks_keep_one_traceback_each() -> None:
     rows = [
         (0, "Traceback (most recent call last):"),

@@ -151,6 +151,27 @@ def jupyter_arrow(text: str) -> tuple[int, str] | None:
     return (int(match["lineno"]), match["code"].strip()) if match else None
 
 
+#: rich's boxed traceback (`rich.traceback.install()`, typer): a frame's header and the
+#: line it ran (`❱`), between box borders; long paths wrapped over lines are not read.
+_RICH_FRAME = lazy(r"^\s*│\s(?P<file>\S+\.pyx?):(?P<lineno>\d+) in (?P<func>\S+)\s*│\s*$")
+_RICH_ARROW = lazy(r"^\s*│\s*❱\s*(?P<lineno>\d+)\s│\s?(?P<code>.*?)\s*│\s*$")
+
+
+def is_rich_box(stripped: str) -> bool:
+    return stripped[:1] in ("│", "╰", "╭")
+
+
+def rich_frame(text: str) -> Frame | None:
+    match = _RICH_FRAME.match(text)
+    return (Frame(file=match["file"], line=int(match["lineno"]), function=match["func"])
+            if match else None)
+
+
+def rich_arrow(text: str) -> tuple[int, str] | None:
+    match = _RICH_ARROW.match(text) if "❱" in text else None
+    return (int(match["lineno"]), match["code"].replace("│", "").strip()) if match else None
+
+
 def is_jupyter_context(text: str) -> bool:
     return _JUPYTER_CONTEXT.match(text) is not None
 

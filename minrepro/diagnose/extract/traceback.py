@@ -254,6 +254,11 @@ class TracebackExtractor:
             partial.start_message(found[0], found[1], line.line)
         elif partial.jupyter:
             self._in_jupyter(partial, text, stripped, line, events)
+        elif pylines.is_rich_box(stripped):  # a box line: a frame, the line it ran, context
+            if (frame := pylines.rich_frame(text)) is not None:
+                partial.add_frame(frame)
+            elif (arrow := pylines.rich_arrow(text)) is not None:
+                partial.set_code(*arrow)
         elif not stripped or pylines.is_caret_line(stripped) or pylines.is_elision(stripped):
             return
         elif partial.expect_code:
