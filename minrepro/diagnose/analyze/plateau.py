@@ -21,6 +21,7 @@ from minrepro.diagnose.analyze.trends import (
     levels,
     mean,
     median,
+    percent_scale,
     settled,
 )
 from minrepro.model import Finding
@@ -104,8 +105,7 @@ def _evident_classes(state: CurveState, level: float, values: list[float]) -> in
     for name in ("accuracy", "eval_accuracy"):
         accuracy = state.main(name).values()
         if accuracy:
-            share = median(accuracy[len(accuracy) // 2:])
-            share = share / 100 if max(accuracy) > 1.5 else share
+            share = median(accuracy[len(accuracy) // 2:]) / percent_scale(accuracy)
             if abs(share - 1 / classes) <= 0.5 / classes:
                 return classes
     return None

@@ -358,10 +358,12 @@ def _take_counted_share(text: str, values: dict[str, float]) -> None:
     """`Accuracy: 9891/10000 (99%)` -> accuracy 99; `Error: 44996/50000` -> accuracy 10.01:
     a count of misclassified samples is the complement of the accuracy, in percent."""
     counted = _COUNTED_SHARE.search(text)
-    if counted is None or int(counted["whole"]) == 0 or int(counted["part"]) > int(
-            counted["whole"]):
+    if counted is None:
         return
-    share = 100.0 * int(counted["part"]) / int(counted["whole"])
+    part, whole = int(counted["part"]), int(counted["whole"])
+    if whole == 0 or part > whole:
+        return
+    share = 100.0 * part / whole
     values["accuracy"] = round(share if counted["right"] else 100.0 - share, 4)
     if counted["wrong"]:
         values.pop("error", None)  # the same count, kept once (as the accuracy)
