@@ -129,6 +129,24 @@ def test_a_process_killed_without_an_exception_is_the_failure() -> None:
     assert diagnosis.root.value == "config"
 
 
+def test_accelerate_launchs_called_process_error_wraps_the_childs_exception() -> None:
+    """`accelerate launch` re-raises its child's exit status as CalledProcessError; the
+    child's exception printed above it (here cut to its raise line) is the failure."""
+    log = ('    raise ValueError(f"{name} does not require `num_warmup_steps`. Set None or 0.")\n'
+           "ValueError: adafactor does not require `num_warmup_steps`. Set None or 0.\n" +
+           traceback("subprocess.CalledProcessError: Command '['python', 'train.py']' returned "
+                     "non-zero exit status 1.",
+                     "/venv/lib/python3.10/site-packages/accelerate/commands/launch.py"))
+    diagnosis = diagnose(log)
+    assert diagnosis.failure.exc_type == "ValueError"
+    assert [f.exc_type for f in diagnosis.cascade] == ["subprocess.CalledProcessError"]
+    assert diagnosis.root.value == "config"
+    # a compiler's CalledProcessError the run itself raised stays the failure
+    own = traceback("subprocess.CalledProcessError: Command '['ninja', '-v']' returned "
+                    "non-zero exit status 1.", "/usr/lib/python3.11/subprocess.py")
+    assert diagnose(own).failure.exc_type == "subprocess.CalledProcessError"
+
+
 def test_a_launchers_exit_code_1_is_no_failure_of_its_own() -> None:
     log = (traceback("ZeroDivisionError: division by zero", "/srv/app/train.py") +
            "torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) "

@@ -49,6 +49,10 @@ _CASCADE_TEXT = lazy(
     r"recvValue failed|Socket Timeout|Connection closed by peer|detected a failure on "
     r"another rank|other ranks? (?:failed|exited)|terminate called", re.IGNORECASE)
 _LAUNCHER = ("ChildFailedError", "ProcessRaisedException", "ProcessExitedException")
+# a launcher re-raising its child's exit status (`accelerate launch`, torch.distributed.launch,
+# deepspeed's runner): the child's own traceback is printed above it
+_LAUNCHER_FRAME = lazy(r"accelerate[\\/]commands[\\/]|torch[\\/]distributed[\\/]launch\.py|"
+                       r"deepspeed[\\/]launcher[\\/]")
 _INTERRUPTS = ("KeyboardInterrupt",)
 #: torchrun's agent passing on the user's Ctrl-C: "Process 49486 got signal: 2"
 _SIGINT = lazy(r"got signal: 2\b")
@@ -94,7 +98,8 @@ class FailureLog:
             if short != "SystemExit":
                 self._interrupts = [*self._interrupts[-7:], failure.line]
             return
-        if short in _LAUNCHER:
+        if short in _LAUNCHER or (short == "CalledProcessError" and any(
+                _LAUNCHER_FRAME.search(frame.file) for frame in tb.frames)):
             found = _ROOT_RANK.search(text)
             if found:
                 self.root_rank = int(found[1])

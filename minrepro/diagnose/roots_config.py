@@ -213,6 +213,11 @@ CONFIG_RULES: tuple[RootRule, ...] = (
                      r"\bnot compatible with\b|\bincompatible with\b|"
                      r"\bcannot be used (?:together )?with\b|\bmutually exclusive\b|"
                      r"\bdoes not match(?:es)? the\b|"
+                     # a setting the message tells the user to set otherwise ("does not
+                     # require `num_warmup_steps`. Set None or 0.", "please set --lr")
+                     r"\bdoes not (?:require|accept)\b|"
+                     r"(?:^|[.:;] )set [`'\"]?\w+[`'\"]? (?:to|or)\b|"
+                     r"\bplease (?:set|specify)\b|"
                      # a key read from a settings dict: `net_options['max_epochs']`
                      r"(?:cfg|config|conf|opts?|options|hparams|hyp|settings)\w*\s*\[\s*['\"]",
              scope="raise"),
