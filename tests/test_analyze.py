@@ -473,3 +473,19 @@ def test_loss_parts_printed_one_a_line_after_their_total_count_as_one_record() -
              " >>> rpn_loss_box: nan", " >>> loss_cls: 0.000110", " >>> loss_box: 0.000000"]
     diagnosis = diagnose("\n".join(rows) + "\n")
     assert diagnosis.cause == "nan_in_data" and diagnosis.params["loss_part"] == "rpn_loss_box"
+
+
+def test_a_short_curve_ending_by_chance_near_ln_of_many_classes_is_no_plateau() -> None:
+    """Two epochs of a language model, 2.76 then 6.228 (ln 507 to four decimals, by chance:
+    one level in five lies that close to some ln C of about 500): it doubled, no stall."""
+    assert "loss_stagnation" not in curve([{"loss": 2.760716}, {"loss": 6.228361}])
+    assert "loss_stagnation" not in curve([{"loss": 5.9}, {"loss": 6.228361}])
+    assert "loss_stagnation" in curve([{"loss": 2.0794}, {"loss": 2.0794}])  # ln 8: few lie near
+
+
+def test_a_finite_loss_past_any_real_loss_has_blown_up() -> None:
+    """A loss of 3e31, flat from the first epoch (the blow-up came before the first record)."""
+    rows = [{"loss": 3.19e31 * (1 + 1e-6 * (i % 3))} for i in range(12)]
+    found = curve(rows)
+    assert found["lr_divergence"].rule_id == "MR-CONV-102"
+    assert "lr_divergence" not in curve([{"loss": 2.5e6 - i * 1e4} for i in range(12)])

@@ -61,6 +61,7 @@ from minrepro.model import (
 CLIMB = 3.0  # a loss back at this many times its best level has diverged
 SPIKE = 4.0  # in a snippet, a loss this many times the median before it is a spike
 WORSE = 1.15  # three windows of a run this far above where it began: it got worse
+ASTRONOMICAL = 1e15  # a finite loss this large has blown up, however flat it stays
 
 
 class CurveAnalyzer:
@@ -158,6 +159,12 @@ def divergence(state: CurveState) -> Finding | None:
     loss = state.main("loss").values()
     if grad and loss and levels(loss)[-1] >= levels(loss)[0]:
         return finding(checks.LOSS_SPIKES, 0.55, grad, params=_lr_at(state, grad[-1].line))
+    astronomical = [p for p in state.main("loss").points() if ASTRONOMICAL <= p.value < math.inf]
+    if len(astronomical) >= 3 and len(astronomical) * 2 >= len(loss):
+        # finite but past any real loss (no cross-entropy, no MSE of sane targets gets
+        # there): the weights or activations blew up, before the first record if need be
+        return finding(checks.LOSS_SPIKES, 0.7, astronomical[:1] + astronomical[-1:],
+                       params=_lr_at(state, astronomical[0].line))
     return None
 
 

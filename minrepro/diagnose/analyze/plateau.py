@@ -14,6 +14,7 @@ from minrepro.diagnose.analyze.quality import accuracy_rose, quality_improved
 from minrepro.diagnose.analyze.resources import finding
 from minrepro.diagnose.analyze.series import Series
 from minrepro.diagnose.analyze.trends import (
+    COMMON_CLASS_COUNTS,
     classes_for,
     falls,
     flatness,
@@ -29,6 +30,7 @@ from minrepro.model import Finding
 FLAT_TOLERANCE = 0.02  # relative spread of the levels under which a curve is flat
 FLAT_POINTS = 40  # a curve this long that is flat is stuck (a short one may be a snippet)
 FLAT_EVALS = 8  # evaluations that show the same held-out loss
+EXACT_CLASSES = 50  # above it, a level at ln C to four decimals is as likely chance
 
 
 def stagnation(state: CurveState) -> Finding | None:
@@ -56,8 +58,8 @@ def _plateau_finding(state: CurveState, series: Series, *, summed: bool,
     if len(values) < 4 and len(set(values)) > 1 or len(values) == 1:
         # Too few points for a plateau: only ending at ln(C) of a C-class task says "uniform".
         classes = None if summed else _evident_classes(state, values[-1], values)
-        if classes is None:
-            return None
+        if classes is None or values[-1] > 2 * min(values):
+            return None  # (a loss that doubled to ln C has diverged, not stalled)
         exact = abs(values[-1] - math.log(classes)) <= 2e-4
         return finding(checks.LOSS_PLATEAU, 0.6 if exact else 0.45, [points[-1]],
                        params={"plateau_loss": round(values[-1], 4), "num_classes": classes})
@@ -100,7 +102,11 @@ def _evident_classes(state: CurveState, level: float, values: list[float]) -> in
     classes = classes_for(level)
     if classes is None:
         return None
-    if abs(values[-1] - math.log(classes)) <= 2e-4 or state.num_classes == classes:
+    # ln C to four decimals is telling only where few ln C lie that close together: of
+    # 500 classes, one level in five sits within 2e-4 of some ln C by chance
+    exact = abs(values[-1] - math.log(classes)) <= 2e-4 and (
+        classes <= EXACT_CLASSES or classes in COMMON_CLASS_COUNTS)
+    if exact or state.num_classes == classes:
         return classes
     for name in ("accuracy", "eval_accuracy"):
         accuracy = state.main(name).values()
