@@ -295,6 +295,16 @@ class Failure:
         return f"{self.exc_type}: {self.message}".strip(": ")
 
     @property
+    def interrupted(self) -> bool:
+        """The user stopped the process (Ctrl-C): a KeyboardInterrupt."""
+        return self.exc_type.rsplit(".", 1)[-1] == "KeyboardInterrupt"
+
+    @property
+    def stopped(self) -> bool:
+        """The process was stopped, not failed: interrupted, or a SystemExit."""
+        return self.interrupted or self.exc_type.rsplit(".", 1)[-1] == "SystemExit"
+
+    @property
     def user_frame(self) -> Frame | None:
         """The innermost frame in the user's own code (no package)."""
         return next((f for f in reversed(self.frames) if f.package is None), None)

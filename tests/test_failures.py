@@ -594,3 +594,13 @@ def test_torchs_device_side_assertions_hint_alone_is_no_index_assert() -> None:
         "RuntimeError: CUDA error: an illegal memory access was encountered\nCompile with "
         "`TORCH_USE_CUDA_DSA` to enable device-side assertions.", "train.py"))
     assert diagnosis.root is None or diagnosis.root.value != "data"
+
+
+def test_a_cause_named_in_a_run_the_user_stopped_shows_no_failure() -> None:
+    """The user's Ctrl-C ended a run whose loss had blown up: the cause is the curve's, and
+    the KeyboardInterrupt is no failure to show beside it."""
+    log = "".join(f"Epoch [{i}/100], Train Loss: {3.19e31 + i:.4f}\n" for i in range(1, 30))
+    log += traceback("KeyboardInterrupt", "/srv/app/train.py")
+    diagnosis = diagnose(log)
+    assert diagnosis.cause == "lr_divergence"
+    assert diagnosis.failure is None

@@ -264,7 +264,9 @@ def _with_logged_version(params: dict[str, ParamValue], env: dict[str, str]
 
 def _nearest_failure(failures: Sequence[Failure], line: int) -> Failure | None:
     """The exception whose traceback holds `line`, else the first one after it. Not one
-    before it: called where no first failure was found, so the run went on past those."""
+    before it: called where no first failure was found, so the run went on past those. Not
+    the user's Ctrl-C either: a stop is no failure."""
+    failures = [f for f in failures if not f.interrupted]
     for failure in failures:
         if failure.first_line <= line <= failure.line:
             return failure

@@ -95,8 +95,7 @@ def _ended_by(failures: Sequence[Failure], ended_line: int) -> bool:
 def final_crash(shape: LogShape, failures: Sequence[Failure]) -> Failure | None:
     """The exception the run stopped at: the last one, when training reported nothing after
     it began (a traceback printed mid-run, training going on, is not how it ended)."""
-    real = [f for f in failures if f.exc_type and f.exc_type.rsplit(".", 1)[-1]
-            not in ("KeyboardInterrupt", "SystemExit")]
+    real = [f for f in failures if f.exc_type and not f.stopped]
     if not real:
         return None
     last = real[-1]
@@ -106,7 +105,7 @@ def final_crash(shape: LogShape, failures: Sequence[Failure]) -> Failure | None:
 def _interrupted(shape: LogShape, failures: Sequence[Failure]) -> bool:
     """The log ends in a KeyboardInterrupt, nothing reported after it: the user stopped it."""
     last = failures[-1] if failures else None
-    return (last is not None and last.exc_type.rsplit(".", 1)[-1] == "KeyboardInterrupt"
+    return (last is not None and last.interrupted
             and last.first_line > shape.last_metric_line)
 
 
