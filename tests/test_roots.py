@@ -454,6 +454,13 @@ def test_torchruns_newer_exitcode_line_is_a_kill_of_that_rank() -> None:
     assert diagnosis.cause == "host_oom" and diagnosis.failure.rank == 3
 
 
+def test_a_rank_torchrun_reports_killed_by_sigsegv_is_a_native_crash() -> None:
+    log = ("torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -11) "
+           "local_rank: 0 (pid: 4242) of binary: /env/bin/python\n")
+    diagnosis = diagnose(log)
+    assert diagnosis.rule_id == "MR-ROOT-009" and diagnosis.root.value == "environment"
+
+
 @pytest.mark.parametrize(("path", "package"), [
     (r"d:\segmentation\detectron2-0.3\detectron2\config\config.py", "detectron2"),
     ("/opt/fairseq-0.12.2/fairseq/trainer.py", "fairseq"),
