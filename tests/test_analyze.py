@@ -489,3 +489,24 @@ def test_a_finite_loss_past_any_real_loss_has_blown_up() -> None:
     found = curve(rows)
     assert found["lr_divergence"].rule_id == "MR-CONV-102"
     assert "lr_divergence" not in curve([{"loss": 2.5e6 - i * 1e4} for i in range(12)])
+
+
+def test_a_binary_cross_entropy_flat_at_ln_2_is_chance() -> None:
+    """BCE's chance level is ln 2 an output, whatever the task's class count: a loss flat at
+    0.687-0.689 of a run whose autograd node is BinaryCrossEntropyBackward is stuck there."""
+    values = [0.6868, 0.6876, 0.6883, 0.6887, 0.6896, 0.6870, 0.6880, 0.6876, 0.6872]
+    assert curve([{"loss": v} for v in values])["loss_stagnation"].score < 0.5
+    analyzer = CurveAnalyzer()
+    analyzer.feed(EnvFact(line=1, key="loss_fn", value="binary_cross_entropy"), Line(1, ""))
+    for number, value in enumerate(values, 2):
+        analyzer.feed(MetricRecord(line=number, values=(("loss", value),)), Line(number, ""))
+    found = {f.cause: f for f in analyzer.findings()}["loss_stagnation"]
+    assert found.score >= 0.5 and dict(found.params)["num_classes"] == 2
+
+
+def test_a_frozen_loss_of_a_resumed_run_is_stuck_not_converged() -> None:
+    rows = [{"loss": 6.2739, "epoch": float(epoch)} for epoch in range(85, 91)]
+    assert curve(rows)["loss_stagnation"].score >= 0.5
+    moving = [{"loss": 0.2739 + 0.0003 * (epoch % 3), "epoch": float(epoch)}
+              for epoch in range(85, 91)]
+    assert curve(moving)["loss_stagnation"].score < 0.5

@@ -17,6 +17,10 @@ def facts(*rows: str) -> set[tuple[str, str]]:
 
 
 CASES = [
+    ("loss tensor(0.6868, device='cuda:0', grad_fn=<BinaryCrossEntropyBackward>)",
+     {("loss_fn", "binary_cross_entropy")}),
+    ("criterion = nn.BCEWithLogitsLoss()", {("loss_fn", "binary_cross_entropy")}),
+    ("loss = F.cross_entropy(logits, y)", set()),
     ("# torch==2.11.0+cu128",  # corpus softmax_overflow__07.log
      {("torch_version", "2.11.0+cu128"), ("cuda_version", "12.8")}),
     ("PyTorch version: 2.1.0+cu121", {("torch_version", "2.1.0+cu121"), ("cuda_version", "12.1")}),

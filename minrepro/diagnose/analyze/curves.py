@@ -77,6 +77,8 @@ class CurveAnalyzer:
             self.state.ended_in_oom = True
         elif isinstance(event, EnvFact) and event.key == "num_classes":
             self.state.num_classes = int(event.value)
+        elif isinstance(event, EnvFact) and event.key == "loss_fn":
+            self.state.binary_loss = True
         elif isinstance(event, LossScaleEvent) or (
                 isinstance(event, EnvFact) and event.key == "dtype"):
             self.state.mixed_precision = True

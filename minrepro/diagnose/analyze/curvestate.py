@@ -168,6 +168,7 @@ class CurveState:
         # segmentation frameworks): its level then says nothing about ln(C).
         self.summed_loss = False
         self.num_classes: int | None = None  # stated by the log (num_classes=10, nc: 80)
+        self.binary_loss = False  # a binary cross-entropy: ln 2 is its chance level
         self.ended_in_oom = False  # the run ran out of GPU memory (a leak then needs less)
         self.mixed_precision = False  # fp16/bf16 or a dynamic loss scale: a batch may overflow
         self.last_series: dict[str, str] = {}  # name -> the series its latest record is of

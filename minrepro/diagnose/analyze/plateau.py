@@ -78,12 +78,13 @@ def _plateau_finding(state: CurveState, series: Series, *, summed: bool,
         score = 0.75
     elif classes:
         score = 0.65 if settled(values) else 0.45
+    elif frozen(values) and not held_out:
+        score = 0.6  # not one digit moves: no step changes the model (no gradient reaches it;
+        # resumed or not: a converged loss still moves in its last digits)
     elif (series.first_epoch or 0) > 1:
         score = 0.4  # a resumed run that starts on its plateau may just have converged
     elif held_out:  # evaluation after evaluation the same, and no metric got better
         score = 0.55 if len(values) >= FLAT_EVALS else 0.45
-    elif frozen(values):
-        score = 0.6  # not one digit moves: no step changes the model (no gradient reaches it)
     else:
         score = 0.55 if len(values) >= FLAT_POINTS else 0.45
     return finding(checks.LOSS_PLATEAU, score, [points[0], points[-1]], params=params)
@@ -106,7 +107,7 @@ def _evident_classes(state: CurveState, level: float, values: list[float]) -> in
     # 500 classes, one level in five sits within 2e-4 of some ln C by chance
     exact = abs(values[-1] - math.log(classes)) <= 2e-4 and (
         classes <= EXACT_CLASSES or classes in COMMON_CLASS_COUNTS)
-    if exact or state.num_classes == classes:
+    if exact or state.num_classes == classes or (classes == 2 and state.binary_loss):
         return classes
     for name in ("accuracy", "eval_accuracy"):
         accuracy = state.main(name).values()

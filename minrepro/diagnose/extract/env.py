@@ -155,14 +155,24 @@ def _classes(text: str) -> list[tuple[str, str]]:
     return [("num_classes", match[1])] if match and 2 <= int(match[1]) <= 10000 else []
 
 
+#: A binary cross-entropy loss, as autograd prints its node or code names it: its chance
+#: level is ln 2 an output, whatever the task's class count.
+_BINARY_LOSS = lazy(r"BinaryCrossEntropy(?:WithLogits)?Backward|\bBCE(?:WithLogits)?Loss\b|"
+                    r"\bbinary_cross_entropy(?:_with_logits)?\b")
+
+
+def _loss_fn(text: str) -> list[tuple[str, str]]:
+    return [("loss_fn", "binary_cross_entropy")] if _BINARY_LOSS.search(text) else []
+
+
 _PROBES: tuple[Callable[[str], list[tuple[str, str]]], ...] = (
-    _torch, _cuda, _driver, _gpu, _python, _dtype, _classes)
+    _torch, _cuda, _driver, _gpu, _python, _dtype, _classes, _loss_fn)
 
 
 #: A line holding none of these reveals nothing.
 TRIGGERS = ("orch", "CUDA", "cuda", "river", "GPU", "NVIDIA", "Tesla", "A100", "H100", "sm_",
             "-packages", "Python version", "fp16", "bf16", "classes", "num_labels", "nc:", "nc=",
-            "nc\":", "nc':", "Mixed Precision")
+            "nc\":", "nc':", "Mixed Precision", "BinaryCrossEntropy", "BCE", "binary_cross")
 _may_hold_env = any_of(TRIGGERS)
 
 
