@@ -459,6 +459,9 @@ def test_a_rank_torchrun_reports_killed_by_sigsegv_is_a_native_crash() -> None:
            "local_rank: 0 (pid: 4242) of binary: /env/bin/python\n")
     diagnosis = diagnose(log)
     assert diagnosis.rule_id == "MR-ROOT-009" and diagnosis.root.value == "environment"
+    deepspeed = ("[ERROR] [launch.py:321:sigkill_handler] ['/env/bin/python', '-u', 'train.py', "
+                 "'--local_rank=0'] exits with return code = -11\n")
+    assert diagnose(deepspeed).rule_id == "MR-ROOT-009"
 
 
 @pytest.mark.parametrize(("path", "package"), [

@@ -188,8 +188,8 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
                      # a launched child's own status: Windows' access violation 0xC0000005
                      # (3221225477, signed -1073741819), a POSIX child killed by SIGSEGV
                      r"non-zero exit status (?:3221225477|-1073741819|-11|139)\b|"
-                     # torchrun's report of a rank killed by SIGSEGV
-                     r"exitcode\s*: -11\b"),
+                     # torchrun's and DeepSpeed's launcher's report of a rank killed by SIGSEGV
+                     r"exitcode\s*: -11\b|return code = -11\b"),
     # data: the samples
     RootRule("MR-ROOT-020", D, "A sample could not be read in a DataLoader worker",
              "Find the sample (the index or path in the message), drop or fix it; validate "
