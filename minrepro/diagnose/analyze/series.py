@@ -53,9 +53,10 @@ class Series:
                 self._stride *= 2
 
     def points(self) -> list[Point]:
-        """The decimated run followed by the exact tail, in order, without duplicates."""
-        start = self.tail[0].line if self.tail else None
-        head = [p for p in self.sample if start is None or p.line < start]
+        """The decimated run followed by the exact tail, in order, without duplicates. (By
+        position in the series, not by line: a progress bar's redraws share one line.)"""
+        tail_start = self.finite - len(self.tail)  # the ordinal of the tail's first point
+        head = self.sample[: -(-tail_start // self._stride)]  # sample[i] is point i * stride
         return head + list(self.tail)
 
     def values(self) -> list[float]:
