@@ -84,7 +84,8 @@ _COUNTED_BEFORE = lazy(_COUNTED + r"$")
 _COUNTED_SHARE = lazy(_COUNTED + r"(?P<part>\d+)\s*/\s*(?P<whole>\d+)(?![\d/.])")
 _TQDM_COUNT = lazy(r"\|\s*(\d+)/(?:\d+|\?)\s*\[")
 _EPOCH_BEFORE = lazy(r"[Ee]poch\s*[:=]?\s*\[?\s*$")
-_EPOCH = lazy(r"[Ee]poch\s*[:=]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\]?")
+#: (`Ep 4:`, `Ep. 4`, the abbreviation some loops print, capitalised as a word of its own)
+_EPOCH = lazy(r"(?:[Ee]poch|\bEp\.?(?=\s*\d))\s*[:=]?\s*\[?\s*(\d+)(?:\s*/\s*\d+)?\]?")
 _ASSIGNMENT = lazy(r"\s+[A-Za-z_][\w.]*\s*[-+*/]?=\s*\S+\s*$")
 #: `Data 0.001 (11.761)`, `Loss 0.8037 (2.5720)`: after a value, its running average.
 _AVERAGE_AFTER = lazy(rf"\s*\(\s*(?P<avg>{FLOAT})\s*\)")
@@ -286,7 +287,7 @@ def parse_metrics(text: str, line: Line) -> MetricRecord | None:
     if is_dict and "train_runtime" in text:
         values.pop("loss", None)  # the Trainer's end-of-run summary averages the whole run
     _take_throughput(text, values)
-    if "epoch" not in values and ("poch" in text):
+    if "epoch" not in values and ("poch" in text or "Ep" in text):
         epoch = _EPOCH.search(text)
         if epoch:
             values["epoch"] = float(epoch[1])
