@@ -510,3 +510,38 @@ def test_a_frozen_loss_of_a_resumed_run_is_stuck_not_converged() -> None:
     moving = [{"loss": 0.2739 + 0.0003 * (epoch % 3), "epoch": float(epoch)}
               for epoch in range(85, 91)]
     assert curve(moving)["loss_stagnation"].score < 0.5
+
+
+@pytest.mark.parametrize("count", [1, 63, 64, 65, 600, 2000])
+def test_a_series_keeps_its_order_when_a_progress_bar_redraws_on_one_line(count: int) -> None:
+    """tqdm's redraws are '\\r' segments of one physical line: every record has the same line
+    number; the decimated head and the exact tail still join without losing the head."""
+    from minrepro.diagnose.analyze.series import Series
+
+    one_line, many_lines = Series(), Series()
+    for i in range(count):
+        one_line.add(line=10, value=float(i))
+        many_lines.add(line=i + 1, value=float(i))
+    values = one_line.values()
+    assert values == many_lines.values() and values[0] == 0.0 and values[-1] == count - 1
+    assert values == sorted(set(values))
+
+
+def test_a_noisy_per_batch_bar_that_fell_from_its_first_loss_is_no_divergence(
+        tmp_path) -> None:
+    """One tqdm bar (one physical line, each step drawn twice): loss 1.31, then noisy between
+    0.0003 and 0.5, its last 32 steps low then higher. Judged on the whole bar it fell; its
+    last 64 redraws alone would read as a climb from where it began."""
+    import minrepro
+
+    noisy = [0.1358, 0.0068, 0.4616, 0.1627, 0.0005, 0.0003, 0.0195, 0.0050, 0.0071, 0.0077]
+    low = [0.0038, 0.0019, 0.0036, 0.0010, 0.0017, 0.0013, 0.0038, 0.0008, 0.0004, 0.0009]
+    rising = [0.0818, 0.1607, 0.0038, 0.0691, 0.0771, 0.0026, 0.0569, 0.1559, 0.0294, 0.0093,
+              0.0183, 0.0112, 0.0613, 0.0159, 0.0081, 0.1613, 0.0065, 0.0106, 0.2451, 0.0150,
+              0.0082, 0.2557]
+    values = [1.3088] + noisy * 3 + low + rising
+    bar = "\r".join(f"Epoch 1:   1%|          | {step}/5049 [00:31<46:26,  1.79it/s, "
+                    f"loss={value:.4f}]" for step, value in enumerate(values) for _ in (0, 1))
+    log = tmp_path / "train.log"
+    log.write_text(bar + "\n")
+    assert minrepro.diagnose(log).cause is None

@@ -253,6 +253,9 @@ def test_not_metrics(text: str) -> None:
     ("initial loss", None), ("final loss", None), ("best_val_loss", None),
     ("losses", "loss"), ("rpn_cls", "loss_rpn_cls"), ("rcnn_box", "loss_rcnn_box"),
     ("obj", "loss_obj"), ("iou", "iou"), ("rpn", None), ("cls_token", None),
+    # when and how much to evaluate, from a config dump: settings, not measurements
+    ("eval_every", None), ("eval_tokens", None), ("val_batch_size", None),
+    ("eval_steps", None), ("val_interval", None), ("eval_ppl", "eval_ppl"),
 ])
 def test_normalise(name: str, expected: str | None) -> None:
     assert normalise(name) == expected

@@ -44,7 +44,7 @@ _RECENT_LINES = 256  # lines kept to give multi-line events their own line's tex
 _WENT_ON = 3  # training records after an error that show the run went on past it
 _RESTARTS = 4  # a series going back more often than this counts epochs, not sessions
 _SERIES_MAX = 64  # series whose position is followed (bounded memory)
-TASK_FACTS = frozenset({"num_classes"})  # facts of the task, for the analyzers, not of the env
+TASK_FACTS = frozenset({"num_classes", "loss_fn"})  # of the task, for the analyzers, not the env
 
 
 class _Collector:

@@ -72,6 +72,10 @@ _LOSS_SETTING = lazy(r"_(?:weights?|coef|coeff|coefficient|factor|lambda|alpha|b
 #: `rpn_cls: 0.17, rpn_box: 0.05, rcnn_cls: 0.94, rcnn_box 0.04`, YOLO's `box obj cls`.
 _SHORT_PART = lazy(r"(?:(?:rpn|rcnn|roi)_)?(?:cls|box|bbox|reg|obj|objectness|dfl)")
 _LOSS_SUMMARY = lazy(r"(?:initial|final|best|min|lowest)_")
+#: What follows `eval_` in a config dump: when and how much to evaluate (`eval_every: 137`,
+#: `eval_tokens: 82293973`, `eval_batch_size: 8`), settings printed once, not measurements
+_EVAL_SETTING = lazy(r"(?:every|steps?|interval|freq(?:uency)?|period|tokens|batch_size|bs|"
+                     r"iters?|epochs?|samples|size|strategy|delay|start|accumulation_steps)")
 _TOTAL_EVAL_LOSS = lazy(r"(?:total_)?(?:val|valid|validation|eval|test)_(?:total_)?loss")
 
 #: Held-out quality: higher is better. Matched on the normalised name without `eval_`.
@@ -98,6 +102,8 @@ def normalise(key: str) -> str | None:
         return "eval_loss"  # "total_val_loss", "val_total_loss"
     for prefix in _EVAL_PREFIXES:
         if name.startswith(prefix) and len(name) > len(prefix):
+            if _EVAL_SETTING.fullmatch(name[len(prefix):]):
+                return None
             return "eval_" + _base(name[len(prefix):])
     for suffix in _EVAL_SUFFIXES:
         if name.endswith(suffix) and len(name) > len(suffix) and (
