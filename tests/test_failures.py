@@ -604,3 +604,27 @@ def test_a_cause_named_in_a_run_the_user_stopped_shows_no_failure() -> None:
     diagnosis = diagnose(log)
     assert diagnosis.cause == "lr_divergence"
     assert diagnosis.failure is None
+
+
+def test_lowercase_module_errors_are_exception_types() -> None:
+    """OpenCV's `cv2.error`, `struct.error` (a truncated PNG read by PIL): real exceptions."""
+    log = traceback("struct.error: unpack_from requires a buffer of at least 4 bytes",
+                    "/env/lib/python3.9/site-packages/PIL/_binary.py")
+    assert diagnose(log).failure.exc_type == "struct.error"
+    cv = traceback("cv2.error: OpenCV(4.5.1) /tmp/resize.cpp:4051: error: (-215:Assertion "
+                   "failed) !ssize.empty() in function 'resize'", "/srv/app/dataset.py")
+    assert diagnose(cv).failure.exc_type == "cv2.error"
+
+
+def test_wandbs_run_summary_after_a_crash_is_no_training_that_went_on() -> None:
+    """W&B prints the run's history and summary at exit, after the crash too: those lines
+    are no records of training going on past the failure."""
+    log = ("epoch 17 train_loss -0.8244 val_loss -0.7131\n"
+           + traceback("OSError: image file is truncated", "/srv/app/validate.py")
+           + "wandb: Waiting for W&B process to finish... (failed 1).\n"
+           + "wandb: Run summary:\n"
+           + "wandb: loss/train_loss -0.82437\n"
+           + "wandb:   loss/val_loss -0.71313\n"
+           + "wandb:        test/acc 0.95804\n")
+    diagnosis = diagnose(log)
+    assert diagnosis.failure.exc_type == "OSError" and diagnosis.root is not None

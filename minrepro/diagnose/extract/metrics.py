@@ -271,6 +271,8 @@ def parse_metrics(text: str, line: Line) -> MetricRecord | None:
     """One line -> a MetricRecord, or None when the line holds no training metric."""
     if text.startswith(_NOT_METRICS) or any(marker in text for marker in _NOT_METRICS):
         return None
+    if text.lstrip().startswith("wandb:"):
+        return None  # W&B's run history / summary, printed at exit: crashed runs print it too
     if _ASSIGNMENT.match(text):
         return None  # an indented `loss = 0.0` is code, not a log record
     values: dict[str, float] = {}

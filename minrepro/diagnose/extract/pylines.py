@@ -23,9 +23,12 @@ CONTEXT_SEPARATOR = "During handling of the above exception"
 #: A bare `Error` only qualified (`gym.error.Error`): unqualified, "Error:" opens log lines.
 #: Some stdlib names end otherwise: a debugger quit (`bdb.BdbQuit`), a child's timeout
 #: (`subprocess.TimeoutExpired`), a queue read that timed out (`_queue.Empty`: a DataLoader's).
+#: Some modules name theirs `error` in lower case: OpenCV's `cv2.error`, `struct.error` (a
+#: truncated file read), `socket.error`, `zlib.error`.
 _NAME = (r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)"
          r"|Exception|StopIteration|StopAsyncIteration|BdbQuit|TimeoutExpired)"
-         r"|(?:[A-Za-z_]\w*\.)+(?:Error|Empty|Full)")
+         r"|(?:[A-Za-z_]\w*\.)+(?:Error|Empty|Full)"
+         r"|(?:cv2|struct|socket|zlib|select|re|_socket)\.error")
 
 _MARKDOWN_LEAD = " \t>*_#`"
 _MARKDOWN_TRAIL = " \t*_`"
