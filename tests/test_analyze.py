@@ -545,3 +545,17 @@ def test_a_noisy_per_batch_bar_that_fell_from_its_first_loss_is_no_divergence(
     log = tmp_path / "train.log"
     log.write_text(bar + "\n")
     assert minrepro.diagnose(log).cause is None
+
+
+def test_a_binary_classifier_at_its_prior_entropy_has_learned_nothing() -> None:
+    """Per-batch loss noisy around 0.68 for the whole run, the held-out accuracy the majority
+    share 0.585 at most evaluations: the entropy of 0.585 is 0.679, the loss of predicting
+    the class prior. The same loss beside an accuracy that rose is a fit."""
+    import random
+
+    rng = random.Random(0)
+    losses = [{"loss": 0.679 + rng.uniform(-0.06, 0.06)} for _ in range(400)]
+    stuck = [{"eval_accuracy": a} for a in (0.59, 0.641, 0.644, 0.585, 0.585, 0.585, 0.609)]
+    assert curve(losses + stuck)["loss_stagnation"].score >= 0.6
+    learning = [{"eval_accuracy": a} for a in (0.59, 0.70, 0.78, 0.84, 0.88, 0.90, 0.91)]
+    assert "loss_stagnation" not in curve(losses + learning)

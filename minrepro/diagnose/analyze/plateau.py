@@ -30,6 +30,7 @@ from minrepro.model import Finding
 FLAT_TOLERANCE = 0.02  # relative spread of the levels under which a curve is flat
 FLAT_POINTS = 40  # a curve this long that is flat is stuck (a short one may be a snippet)
 FLAT_EVALS = 8  # evaluations that show the same held-out loss
+PRIOR_TOLERANCE = 0.03  # relative distance from the majority share's entropy
 EXACT_CLASSES = 50  # above it, a level at ln C to four decimals is as likely chance
 
 
@@ -66,6 +67,11 @@ def _plateau_finding(state: CurveState, series: Series, *, summed: bool,
     level = median(levels(values)[len(levels(values)) // 2:])
     flat = mean(values) >= 0.05 and flatness(values) <= FLAT_TOLERANCE
     classes = None if summed else _evident_classes(state, level, values)
+    # a binary classifier that learned only the class prior: its accuracy the majority's
+    # share a, its loss the entropy of a (0.68 at a = 0.585), however noisy per batch
+    prior = not (summed or held_out or falls(values)) and _at_prior_entropy(state, level)
+    if prior and classes is None:
+        classes = 2
     if classes is None and not flat:
         return None
     params: dict[str, float | int] = {"plateau_loss": round(level, 4)}
@@ -77,7 +83,7 @@ def _plateau_finding(state: CurveState, series: Series, *, summed: bool,
     elif classes and flat:
         score = 0.75
     elif classes:
-        score = 0.65 if settled(values) else 0.45
+        score = 0.65 if settled(values) or prior else 0.45
     elif frozen(values) and not held_out:
         score = 0.6  # not one digit moves: no step changes the model (no gradient reaches it;
         # resumed or not: a converged loss still moves in its last digits)
@@ -88,6 +94,20 @@ def _plateau_finding(state: CurveState, series: Series, *, summed: bool,
     else:
         score = 0.55 if len(values) >= FLAT_POINTS else 0.45
     return finding(checks.LOSS_PLATEAU, score, [points[0], points[-1]], params=params)
+
+
+def _at_prior_entropy(state: CurveState, level: float) -> bool:
+    """The loss sits at the entropy of a binary task's majority share, read from a held-out
+    accuracy that never leaves it (0.55-0.8, over four evaluations at least)."""
+    accuracy = state.main("eval_accuracy").values()
+    if len(accuracy) < 4:
+        return False
+    shares = [value / percent_scale(accuracy) for value in accuracy]
+    share = median(shares)
+    if not 0.55 <= share <= 0.8 or max(shares) - min(shares) > 0.1:
+        return False
+    entropy = -(share * math.log(share) + (1 - share) * math.log(1 - share))
+    return abs(level - entropy) <= PRIOR_TOLERANCE * entropy
 
 
 def _learning_rate_always_zero(state: CurveState) -> bool:
