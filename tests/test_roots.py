@@ -454,6 +454,17 @@ def test_torchruns_newer_exitcode_line_is_a_kill_of_that_rank() -> None:
     assert diagnosis.cause == "host_oom" and diagnosis.failure.rank == 3
 
 
+def test_a_grid_index_past_its_size_while_building_targets_is_the_annotations() -> None:
+    log = tb(USER, ("PyTorch-YOLOv3/utils/utils.py", "build_targets",
+                    "obj_mask[b, best_n, gj, gi] = 1"),
+             exc="IndexError: index 3810 is out of bounds for dimension 2 with size 15")
+    diagnosis = diagnose(log)
+    assert diagnosis.rule_id == "MR-ROOT-107" and diagnosis.root.value == "data"
+    elsewhere = tb(USER, ("PyTorch-YOLOv3/utils/utils.py", "rescale", "boxes[i] = box"),
+                   exc="IndexError: index 3810 is out of bounds for dimension 2 with size 15")
+    assert diagnose(elsewhere).rule_id != "MR-ROOT-107"
+
+
 def test_a_rank_torchrun_reports_killed_by_sigsegv_is_a_native_crash() -> None:
     log = ("torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -11) "
            "local_rank: 0 (pid: 4242) of binary: /env/bin/python\n")

@@ -226,6 +226,14 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "(class ids from 0 to num_classes - 1).", types=("RuntimeError", "IndexError"),
              scope="raise", message=r"(?s)index -?\d+ is out of bounds for (?:dim|axis|"
                                     r"dimension) ?\d* with size \d+.*\b(?:target|label|cls|class)"),
+    # a grid built from the annotations indexed past its size (YOLO's build_targets with box
+    # coordinates in pixels where 0-1 are expected, a box centred outside its image)
+    RootRule("MR-ROOT-107", D, "An annotation lies outside the grid the targets are built on "
+             "(box coordinates not normalised, or a box outside its image)", "Check the "
+             "annotations: coordinates in the unit the loader expects (0-1 for YOLO txt "
+             "labels), no box outside its image; clip or drop the bad ones.",
+             types=("RuntimeError", "IndexError"), function=r"build_targets?|encode_targets?",
+             message=r"index -?\d+ is out of bounds for (?:dim|axis|dimension)"),
     # BCE's own check: the model has as many outputs as it was built with, the labels more
     RootRule("MR-ROOT-079", C, "The model's outputs do not fit the labels (the number of "
              "classes or outputs it was built with)", "Build the head with as many outputs as "
