@@ -465,6 +465,15 @@ def test_a_grid_index_past_its_size_while_building_targets_is_the_annotations() 
     assert diagnose(elsewhere).rule_id != "MR-ROOT-107"
 
 
+def test_a_console_that_cannot_encode_the_output_is_the_machines_locale() -> None:
+    log = tb(USER, ("C:\\conda\\lib\\encodings\\cp1252.py", "encode",
+                    "return codecs.charmap_encode(input,self.errors,encoding_table)[0]"),
+             exc="UnicodeEncodeError: 'charmap' codec can't encode character '\\u2588' in "
+                 "position 12: character maps to <undefined>")
+    diagnosis = diagnose(log)
+    assert diagnosis.rule_id == "MR-ROOT-108" and diagnosis.root.value == "environment"
+
+
 def test_a_rank_torchrun_reports_killed_by_sigsegv_is_a_native_crash() -> None:
     log = ("torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -11) "
            "local_rank: 0 (pid: 4242) of binary: /env/bin/python\n")

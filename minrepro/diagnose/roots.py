@@ -170,6 +170,14 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
                      r"But your machine only has: \[\]|"
                      r"CUDA driver initialization failed|CUDA error: (?:initialization error|"
                      r"CUDA-capable device|operation not supported)"),
+    # printing to a console whose code page cannot hold the text (Windows' gbk / cp1252, a
+    # POSIX locale of C/ascii): the machine's locale, not the program
+    RootRule("MR-ROOT-108", E, "The console's encoding cannot show a character the program "
+             "prints (a legacy code page or an ASCII locale)", "Run with UTF-8 output: set "
+             "PYTHONUTF8=1 (or PYTHONIOENCODING=utf-8), `chcp 65001` on Windows, a UTF-8 "
+             "locale (LANG=C.UTF-8) elsewhere.", types=("UnicodeEncodeError",),
+             message=r"'(?:gbk|gb2312|gb18030|cp\d+|charmap|ascii|latin-1|shift_jis|"
+                     r"euc[-_]\w+)' codec can't encode"),
     # SIGBUS (exit -7): a memory-mapped page that cannot be backed, most often a container's
     # small /dev/shm filled by DataLoader workers or DeepSpeed/NCCL buffers
     RootRule("MR-ROOT-089", E, "The process died of SIGBUS: the shared memory (/dev/shm) is "
