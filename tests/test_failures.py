@@ -628,3 +628,15 @@ def test_wandbs_run_summary_after_a_crash_is_no_training_that_went_on() -> None:
            + "wandb:        test/acc 0.95804\n")
     diagnosis = diagnose(log)
     assert diagnosis.failure.exc_type == "OSError" and diagnosis.root is not None
+
+
+def test_a_wrapper_scripts_called_process_error_wraps_its_python_childs_exception() -> None:
+    """`subprocess.run([python, "Run.py"], check=True)` in a wrapper script: the child's
+    FileNotFoundError printed just above is the failure, whether the command names python or
+    a console wrapped it before it does."""
+    child = traceback("FileNotFoundError: [Errno 2] No such file or directory: 'out/ckpt.json'",
+                      "/srv/app/Run.py")
+    for command in ("['/usr/bin/python3', 'Run.py']", "['C:\\\\Users\\\\201"):
+        parent = traceback(f"subprocess.CalledProcessError: Command '{command}' returned "
+                           "non-zero exit status 1.", "/usr/lib/python3.11/subprocess.py")
+        assert diagnose(child + parent).failure.exc_type == "FileNotFoundError"

@@ -53,6 +53,10 @@ _LAUNCHER = ("ChildFailedError", "ProcessRaisedException", "ProcessExitedExcepti
 # deepspeed's runner): the child's own traceback is printed above it
 _LAUNCHER_FRAME = lazy(r"accelerate[\\/]commands[\\/]|torch[\\/]distributed[\\/]launch\.py|"
                        r"deepspeed[\\/]launcher[\\/]")
+#: ... or any wrapper script's `subprocess.run([sys.executable, "train.py"], check=True)`: a
+#: Python child, whose own traceback is printed above the CalledProcessError
+_PYTHON_CHILD = lazy(r"Command '\[\s*['\"][^'\"]*python[\w.]*(?:\.exe)?['\"]", re.IGNORECASE)
+_CHILD_LINES = 40  # a child's exception this close above its parent's CalledProcessError
 _INTERRUPTS = ("KeyboardInterrupt",)
 #: torchrun's agent passing on the user's Ctrl-C: "Process 49486 got signal: 2"
 _SIGINT = lazy(r"got signal: 2\b")
@@ -98,8 +102,9 @@ class FailureLog:
             if short != "SystemExit":
                 self._interrupts = [*self._interrupts[-7:], failure.line]
             return
-        if short in _LAUNCHER or (short == "CalledProcessError" and any(
-                _LAUNCHER_FRAME.search(frame.file) for frame in tb.frames)):
+        if short in _LAUNCHER or (short == "CalledProcessError" and (
+                _PYTHON_CHILD.search(text) or self._child_failed_above(failure)
+                or any(_LAUNCHER_FRAME.search(frame.file) for frame in tb.frames))):
             found = _ROOT_RANK.search(text)
             if found:
                 self.root_rank = int(found[1])
@@ -121,6 +126,13 @@ class FailureLog:
             if self._merge_into_assert(failure):
                 return
         self._add(failure, role)
+
+    def _child_failed_above(self, failure: Failure) -> bool:
+        """An exception printed just above a CalledProcessError: the child's own (its
+        command line may be wrapped past where it names python)."""
+        return any(c.role == "failure" and c.failure.exc_type and c.failure.rank == failure.rank
+                   and 0 <= failure.first_line - c.failure.line <= _CHILD_LINES
+                   for c in self.candidates[-4:])
 
     def _seen_as_cascade(self, failure: Failure) -> bool:
         """Another copy of an exception just taken as a cascade (threads printing over each
