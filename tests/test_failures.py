@@ -640,3 +640,14 @@ def test_a_wrapper_scripts_called_process_error_wraps_its_python_childs_exceptio
         parent = traceback(f"subprocess.CalledProcessError: Command '{command}' returned "
                            "non-zero exit status 1.", "/usr/lib/python3.11/subprocess.py")
         assert diagnose(child + parent).failure.exc_type == "FileNotFoundError"
+
+
+def test_a_workers_own_death_report_takes_the_type_the_main_process_raises() -> None:
+    log = ("ERROR: Unexpected bus error encountered in worker. This might be caused by "
+           "insufficient shared memory (shm).\n"
+           + traceback("RuntimeError: DataLoader worker (pid 56811) is killed by signal: Bus "
+                       "error. It is possible that dataloader's workers are out of shared "
+                       "memory.", "/env/lib/python3.10/site-packages/torch/utils/data/"
+                       "_utils/signal_handling.py"))
+    failure = diagnose(log).failure
+    assert (failure.line, failure.exc_type) == (1, "RuntimeError")

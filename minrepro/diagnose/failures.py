@@ -57,6 +57,9 @@ _LAUNCHER_FRAME = lazy(r"accelerate[\\/]commands[\\/]|torch[\\/]distributed[\\/]
 #: Python child, whose own traceback is printed above the CalledProcessError
 _PYTHON_CHILD = lazy(r"Command '\[\s*['\"][^'\"]*python[\w.]*(?:\.exe)?['\"]", re.IGNORECASE)
 _CHILD_LINES = 40  # a child's exception this close above its parent's CalledProcessError
+_WORKER_RAISE_LINES = 30  # the main process's raise this close after a worker's death
+_WORKER_DEATH = lazy(r"DataLoader worker|shared memory|unable to write to file </torch_|"
+                     r"Bus error|killed by signal")
 _INTERRUPTS = ("KeyboardInterrupt",)
 #: torchrun's agent passing on the user's Ctrl-C: "Process 49486 got signal: 2"
 _SIGINT = lazy(r"got signal: 2\b")
@@ -248,7 +251,8 @@ class FailureLog:
             failures = [f for f in failures if f is first]
         rest = [f for f in failures + others if f is not first]
         rest.sort(key=lambda f: f.first_line)
-        return _typed_by_wrapper(first, others), tuple(rest[:MAX_CASCADE]), bool(failures)
+        first = _typed_by_what_followed(_typed_by_wrapper(first, others), rest)
+        return first, tuple(rest[:MAX_CASCADE]), bool(failures)
 
 
 def _traced(failure: Failure) -> bool:
@@ -276,6 +280,18 @@ def _typed_by_wrapper(failure: Failure, others: list[Failure]) -> Failure:
     old_style = _OLD_WRAPPED.match(above[-1].message)
     return replace(failure, exc_type=old_style[1] if old_style and old_style[1]
                    else above[-1].exc_type)
+
+
+def _typed_by_what_followed(failure: Failure, rest: list[Failure]) -> Failure:
+    """A worker's own report of its death (`ERROR: Unexpected bus error encountered in
+    worker`) names no exception; the main process raises it just after, as the type the log
+    then prints (`RuntimeError: DataLoader worker (pid N) is killed by signal: Bus error`)."""
+    if failure.exc_type or failure.kind is not FailureKind.WORKER_KILLED:
+        return failure
+    raised = next((f for f in rest if f.exc_type and f.rank == failure.rank
+                   and 0 <= f.first_line - failure.line <= _WORKER_RAISE_LINES
+                   and _WORKER_DEATH.search(f.message)), None)
+    return replace(failure, exc_type=raised.exc_type) if raised else failure
 
 
 def _raised_as(text: str) -> str:
