@@ -369,3 +369,19 @@ def test_a_bracketed_pair_is_no_value_of_the_key_before_it() -> None:
         parse("Loss [1, 100](epoch, minibatch):  9.65963740825653").get("loss") != 1.0)
     record = parse("epoch 3 val_loss: [0.123] lr: 0.01")
     assert record is not None and record.get("eval_loss") == 0.123
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("INFO:Trainer:Epoch [3/30] Train: 0.0548 | Val: 0.0499 | 417.0s | LR: 0.001000",
+     {"loss": 0.0548, "eval_loss": 0.0499}),
+    ("Epoch 001/35 | Train: 0.6856 | Val: 0.4314", {"loss": 0.6856, "eval_loss": 0.4314}),
+    # a count after the phase, a metric named before it, a share: no loss
+    ("Train 3, loss: 1.98, train acc: 0.74", {"loss": 1.98}),
+    ("Class 0: Top-k Acc -> Train: 0.937, Val: 0.917", {}),
+    ("Train: 95.2% | Val: 93.1%", {}),
+])
+def test_a_phase_named_alone_before_a_decimal_is_its_loss(text: str, expected: dict) -> None:
+    record = parse(text)
+    got = {k: v for k, v in (record.values if record else ()) if k in ("loss", "eval_loss")}
+    assert got == expected
+

@@ -62,6 +62,9 @@ ALIASES: dict[str, str] = {
     **dict.fromkeys(("skipped", "skipped_steps", "skipped_iters", "num_skipped"),
                     "skipped_steps"),  # DeepSpeed's step=N, skipped=M: steps lost to overflow
 }
+_BARE_PHASE = {"train": "loss", "training": "loss", "val": "eval_loss", "valid": "eval_loss",
+               "validation": "eval_loss"}
+_NAMES_A_METRIC = lazy(r"(?i)loss|acc|auc|f1|dice|iou|error|score|map\b|prec|recall|ppl")
 STEP_KEYS = frozenset(("step", "global_step", "iter", "iteration", "it", "num_updates",
                        "train_global_step", "trainer_global_step"))
 _EVAL_PREFIXES = ("eval_", "val_", "vali_", "valid_", "validation_", "test_", "testing_")
@@ -138,3 +141,12 @@ def quality_direction(name: str) -> int:
     if _QUALITY_DOWN.fullmatch(name):
         return -1
     return 0
+
+
+def bare_phase(name: str, value: str, text: str) -> str | None:
+    """`Epoch [3/30] Train: 0.0548 | Val: 0.0499`: a phase named alone before a decimal, on a
+    line that names no metric, is that phase's loss (not `Train 3,` a count, nor `Acc ->
+    Train: 0.93, Val: 0.91`, the splits of a metric named before them)."""
+    if "." not in value or _NAMES_A_METRIC.search(text):
+        return None
+    return _BARE_PHASE.get(name)

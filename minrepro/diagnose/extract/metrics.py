@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from minrepro.diagnose.extract import tables
-from minrepro.diagnose.extract.metricnames import STEP_KEYS, normalise
+from minrepro.diagnose.extract.metricnames import STEP_KEYS, bare_phase, normalise
 from minrepro.diagnose.extract.objects import ObjectLines
 from minrepro.diagnose.extract.units import FLOAT, is_finite
 from minrepro.diagnose.literals import any_of
@@ -324,11 +324,12 @@ def _take_pair(match: re.Match[str], values: dict[str, float], step: int | None,
         if text.startswith("%", match.end("val")):
             return step  # `Current iteration:  70%|███`: a progress bar's share, no step
         return step if step is not None or not is_finite(value) else int(value)
-    normalised = normalise(key)
-    if normalised is None or normalised in values:
-        return step
     groups = match.groupdict()
     unit = groups.get("unit") or groups.get("letter")
+    normalised = normalise(key) or (bare_phase(name, match["val"], text) if unit is None
+                                    else None)
+    if normalised is None or normalised in values:
+        return step
     values[normalised] = _in_base_unit(normalised, value, unit)
     average = _AVERAGE_AFTER.match(text, match.end())
     if average:
