@@ -465,6 +465,13 @@ def test_a_grid_index_past_its_size_while_building_targets_is_the_annotations() 
     assert diagnose(elsewhere).rule_id != "MR-ROOT-107"
 
 
+def test_a_message_naming_the_launch_setting_to_use_is_config() -> None:
+    log = tb(USER, ("/env/lib/python3.10/site-packages/llamafactory/hparams/parser.py",
+                    "get_train_args", "raise ValueError("),
+             exc="ValueError: Please use `FORCE_TORCHRUN=1` to launch DeepSpeed training.")
+    assert diagnose(log).root.value == "config"
+
+
 def test_a_console_that_cannot_encode_the_output_is_the_machines_locale() -> None:
     log = tb(USER, ("C:\\conda\\lib\\encodings\\cp1252.py", "encode",
                     "return codecs.charmap_encode(input,self.errors,encoding_table)[0]"),

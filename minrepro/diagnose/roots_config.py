@@ -217,7 +217,7 @@ CONFIG_RULES: tuple[RootRule, ...] = (
                      # require `num_warmup_steps`. Set None or 0.", "please set --lr")
                      r"\bdoes not (?:require|accept)\b|"
                      r"(?:^|[.:;] )set [`'\"]?\w+[`'\"]? (?:to|or)\b|"
-                     r"\bplease (?:set|specify)\b|"
+                     r"\bplease (?:set|specify)\b|please use [`'\"]?[A-Z][A-Z0-9_]+=\S|"
                      # a key read from a settings dict: `net_options['max_epochs']`
                      r"(?:cfg|config|conf|opts?|options|hparams|hyp|settings)\w*\s*\[\s*['\"]",
              scope="raise"),
