@@ -651,3 +651,15 @@ def test_a_workers_own_death_report_takes_the_type_the_main_process_raises() -> 
                        "_utils/signal_handling.py"))
     failure = diagnose(log).failure
     assert (failure.line, failure.exc_type) == (1, "RuntimeError")
+
+
+def test_dynamos_backend_failure_keeps_the_inner_error_as_its_message() -> None:
+    """`torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:` then the inner
+    `AssertionError: libcuda.so cannot found!` is one exception: dynamo's, the inner one its
+    message."""
+    log = ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+           "AssertionError: libcuda.so cannot found!\n")
+    diagnosis = diagnose(log)
+    assert diagnosis.failure.exc_type == "torch._dynamo.exc.BackendCompilerFailed"
+    assert "libcuda.so cannot found" in diagnosis.failure.text
+    assert diagnosis.cause == "cuda_env_mismatch"

@@ -24,11 +24,13 @@ CONTEXT_SEPARATOR = "During handling of the above exception"
 #: Some stdlib names end otherwise: a debugger quit (`bdb.BdbQuit`), a child's timeout
 #: (`subprocess.TimeoutExpired`), a queue read that timed out (`_queue.Empty`: a DataLoader's).
 #: Some modules name theirs `error` in lower case: OpenCV's `cv2.error`, `struct.error` (a
-#: truncated file read), `socket.error`, `zlib.error`.
+#: truncated file read), `socket.error`, `zlib.error`; some none of these words at all.
 _NAME = (r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure)"
          r"|Exception|StopIteration|StopAsyncIteration|BdbQuit|TimeoutExpired)"
          r"|(?:[A-Za-z_]\w*\.)+(?:Error|Empty|Full)"
-         r"|(?:cv2|struct|socket|zlib|select|re|_socket)\.error")
+         r"|(?:cv2|struct|socket|zlib|select|re|_socket)\.error"
+         # a deep package's own class, named in full (torch._dynamo.exc.BackendCompilerFailed)
+         r"|(?:[a-z_][a-z0-9_]*\.){2,}[A-Z]\w*(?:Failed|Missing|Unsupported|Timeout|Aborted)")
 
 _MARKDOWN_LEAD = " \t>*_#`"
 _MARKDOWN_TRAIL = " \t*_`"

@@ -134,8 +134,10 @@ def _add_frames(partial: _Partial, frames: list[Frame], line: int, *,
 # message, then the frames innermost first
 _VSCODE = lazy(r"Exception has occurred: ([A-Za-z_][\w.]*)$")
 _ASSERT = lazy(r"assert\b")
+#: A line holding none of these starts no traceback (a dynamo class may end in Failed,
+#: Missing or Unsupported)
 TRIGGERS = ("Error", "Exception", "Traceback", '", line ', "Interrupt", "Exit", "Failure",
-            "StopIteration")
+            "StopIteration", "Failed", "Missing", "Unsupported")
 _may_start = any_of(TRIGGERS)
 
 
@@ -300,6 +302,11 @@ class TracebackExtractor:
             # the exception printed below it, not an exception of its own
             del self._partial[line.rank]
             self._step(text, line, events)
+            return
+        if partial.message and partial.message[-1].rstrip().endswith(" raised:"):
+            # torch._dynamo's `BackendCompilerFailed: backend='inductor' raised:` then the
+            # inner `AssertionError: ...`: one exception, its message on the next line
+            partial.add_message_line(text)
             return
         if (pylines.HEADER in text or pylines.chain_kind(text) or '", line ' in text
                 or pylines.ends_message(text) or pylines.exception_at_start(text)
