@@ -472,6 +472,15 @@ def test_a_message_naming_the_launch_setting_to_use_is_config() -> None:
     assert diagnose(log).root.value == "config"
 
 
+def test_a_symlink_the_mounted_output_drive_refuses_is_where_the_config_points() -> None:
+    log = tb(USER, ("/usr/local/lib/python3.7/dist-packages/mmcv/utils/path.py", "symlink",
+                    "os.symlink(src, dst, **kwargs)"),
+             exc="OSError: [Errno 95] Operation not supported: 'epoch_12.pth' -> "
+                 "'/content/drive/My Drive/mmdetection/latest.pth'")
+    diagnosis = diagnose(log)
+    assert diagnosis.rule_id == "MR-ROOT-109" and diagnosis.root.value == "config"
+
+
 def test_a_console_that_cannot_encode_the_output_is_the_machines_locale() -> None:
     log = tb(USER, ("C:\\conda\\lib\\encodings\\cp1252.py", "encode",
                     "return codecs.charmap_encode(input,self.errors,encoding_table)[0]"),

@@ -21,6 +21,14 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              message=r"exitcode: -9|SIGKILL|Signal 9|oom[-_]kill|OOM Killed|Out of memory: "
                      r"Killed process|process killed: (?:\d+ )?Killed|DUE TO TIME LIMIT|"
                      r"exitcode\s*: -9|return code = -9|" + BATCH_REPORT),
+    # the work dir on a mount that cannot do what the run does there (mmcv's latest.pth
+    # symlink on Google Drive, FUSE or SMB mounts): where the config points the output
+    RootRule("MR-ROOT-109", C, "The output folder is on a file system that cannot do what the "
+             "run does there (a symlink on a mounted drive)", "Point the work / output dir at a "
+             "local disk and copy the checkpoints to the mounted drive afterwards, or turn "
+             "the symlink off (mmcv: checkpoint_config = dict(create_symlink=False)).",
+             types=("OSError", "PermissionError"),
+             message=r"\[Errno (?:95|1)\] Operation not (?:supported|permitted): \S+ -> "),
     RootRule("MR-ROOT-030", C, "A path in the config or command does not exist",
              "Check the data / checkpoint / output paths the job was given.",
              types=("FileNotFoundError", "NotADirectoryError", "IsADirectoryError")),
