@@ -465,29 +465,27 @@ def test_a_grid_index_past_its_size_while_building_targets_is_the_annotations() 
     assert diagnose(elsewhere).rule_id != "MR-ROOT-107"
 
 
-def test_a_message_naming_the_launch_setting_to_use_is_config() -> None:
-    log = tb(USER, ("/env/lib/python3.10/site-packages/llamafactory/hparams/parser.py",
-                    "get_train_args", "raise ValueError("),
-             exc="ValueError: Please use `FORCE_TORCHRUN=1` to launch DeepSpeed training.")
-    assert diagnose(log).root.value == "config"
-
-
-def test_a_symlink_the_mounted_output_drive_refuses_is_where_the_config_points() -> None:
-    log = tb(USER, ("/usr/local/lib/python3.7/dist-packages/mmcv/utils/path.py", "symlink",
-                    "os.symlink(src, dst, **kwargs)"),
-             exc="OSError: [Errno 95] Operation not supported: 'epoch_12.pth' -> "
-                 "'/content/drive/My Drive/mmdetection/latest.pth'")
-    diagnosis = diagnose(log)
-    assert diagnosis.rule_id == "MR-ROOT-109" and diagnosis.root.value == "config"
-
-
-def test_a_console_that_cannot_encode_the_output_is_the_machines_locale() -> None:
-    log = tb(USER, ("C:\\conda\\lib\\encodings\\cp1252.py", "encode",
-                    "return codecs.charmap_encode(input,self.errors,encoding_table)[0]"),
-             exc="UnicodeEncodeError: 'charmap' codec can't encode character '\\u2588' in "
-                 "position 12: character maps to <undefined>")
-    diagnosis = diagnose(log)
-    assert diagnosis.rule_id == "MR-ROOT-108" and diagnosis.root.value == "environment"
+@pytest.mark.parametrize(("frame", "exc", "rule", "root"), [
+    # a message naming the launch setting to use
+    (("/env/lib/python3.10/site-packages/llamafactory/hparams/parser.py", "get_train_args",
+      "raise ValueError("),
+     "ValueError: Please use `FORCE_TORCHRUN=1` to launch DeepSpeed training.",
+     "MR-ROOT-034", "config"),
+    # a symlink the mounted output drive refuses: where the config points the output
+    (("/usr/local/lib/python3.7/dist-packages/mmcv/utils/path.py", "symlink",
+      "os.symlink(src, dst, **kwargs)"),
+     "OSError: [Errno 95] Operation not supported: 'epoch_12.pth' -> "
+     "'/content/drive/My Drive/mmdetection/latest.pth'", "MR-ROOT-109", "config"),
+    # a console that cannot encode the output: the machine's locale
+    (("C:\\conda\\lib\\encodings\\cp1252.py", "encode",
+      "return codecs.charmap_encode(input,self.errors,encoding_table)[0]"),
+     "UnicodeEncodeError: 'charmap' codec can't encode character '\\u2588' in position 12: "
+     "character maps to <undefined>", "MR-ROOT-108", "environment"),
+])
+def test_root_rules_of_the_settings_and_the_machine(frame: tuple[str, str, str], exc: str,
+                                                     rule: str, root: str) -> None:
+    diagnosis = diagnose(tb(USER, frame, exc=exc))
+    assert (diagnosis.rule_id, diagnosis.root.value) == (rule, root)
 
 
 def test_a_rank_torchrun_reports_killed_by_sigsegv_is_a_native_crash() -> None:
