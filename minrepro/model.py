@@ -295,14 +295,19 @@ class Failure:
         return f"{self.exc_type}: {self.message}".strip(": ")
 
     @property
+    def short_type(self) -> str:
+        """The exception's class name without its module (as Traceback.short_type)."""
+        return self.exc_type.rsplit(".", 1)[-1]
+
+    @property
     def interrupted(self) -> bool:
         """The user stopped the process (Ctrl-C): a KeyboardInterrupt."""
-        return self.exc_type.rsplit(".", 1)[-1] == "KeyboardInterrupt"
+        return self.short_type == "KeyboardInterrupt"
 
     @property
     def stopped(self) -> bool:
         """The process was stopped, not failed: interrupted, or a SystemExit."""
-        return self.interrupted or self.exc_type.rsplit(".", 1)[-1] == "SystemExit"
+        return self.short_type in ("KeyboardInterrupt", "SystemExit")
 
     @property
     def user_frame(self) -> Frame | None:

@@ -52,7 +52,7 @@ class RootRule:
     api: str = ""
 
     def matches(self, failure: Failure, text: str, in_worker: bool) -> bool:
-        short = failure.exc_type.rsplit(".", 1)[-1]
+        short = failure.short_type
         if self.types and short not in self.types:
             return False
         if self.in_worker is not None and self.in_worker != in_worker:

@@ -80,7 +80,7 @@ def kind_of(diagnosis: Diagnosis) -> str:
     if failure is None:
         return "none"
     root = diagnosis.root.value if diagnosis.root else "undecided"
-    what = failure.exc_type.rsplit(".", 1)[-1] or failure.kind.value
+    what = failure.short_type or failure.kind.value
     return f"{root}:{what}"
 
 

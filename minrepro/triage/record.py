@@ -118,4 +118,4 @@ def _looks_like_cascade(diagnosis: Diagnosis) -> bool:
         return True
     if failure.kind in (FailureKind.NCCL_TIMEOUT, FailureKind.KILLED):
         return True
-    return failure.exc_type.rsplit(".", 1)[-1] in _CASCADE_TYPES
+    return failure.short_type in _CASCADE_TYPES
