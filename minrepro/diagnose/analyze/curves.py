@@ -148,20 +148,21 @@ def divergence(state: CurveState) -> Finding | None:
         return None  # the held-out loss fell (or a quality metric rose): the run learned
     # Judged on the main (longest) training curve: a shorter "loss" beside it may be a part
     # of the loss, or a validation summary the log does not mark as one.
-    points = _climb(state.main("loss").points(), from_start=_from_start(state))
+    curve = state.main("loss").points()
+    points = _climb(curve, from_start=_from_start(state))
     grad = _climb(state.main("grad_norm").points(), factor=50.0)
     if points:
         steep = points[-1].value >= 10 * max(points[0].value, 1e-12)
         return finding(checks.LOSS_SPIKES, 0.75 if grad or steep else 0.6, points,
                        params=_lr_at(state, points[-1].line))
-    spikes = _spikes(state.main("loss").points())
-    if len(spikes) >= 2 or (spikes and spikes[-1] is state.main("loss").points()[-1]):
+    spikes = _spikes(curve)
+    if len(spikes) >= 2 or (spikes and spikes[-1] is curve[-1]):
         return finding(checks.LOSS_SPIKES, 0.75 if len(spikes) >= 2 else 0.6, spikes,
                        params=_lr_at(state, spikes[0].line))
-    loss = state.main("loss").values()
+    loss = [p.value for p in curve]
     if grad and loss and levels(loss)[-1] >= levels(loss)[0]:
         return finding(checks.LOSS_SPIKES, 0.55, grad, params=_lr_at(state, grad[-1].line))
-    astronomical = [p for p in state.main("loss").points() if ASTRONOMICAL <= p.value < math.inf]
+    astronomical = [p for p in curve if ASTRONOMICAL <= p.value < math.inf]
     if len(astronomical) >= 3 and len(astronomical) * 2 >= len(loss):
         # finite but past any real loss (no cross-entropy, no MSE of sane targets gets
         # there): the weights or activations blew up, before the first record if need be
