@@ -383,3 +383,17 @@ def test_a_jupyter_traceback_cut_before_its_exception_line_has_the_headers_type(
                 "(self, cfg)\n"
                 "--> 133                 self.data = check_det_dataset(self.args.data)\n")
     assert [t.exc_type for t in found] == ["FileNotFoundError"]
+
+
+def test_spyders_unquoted_frames_are_frames() -> None:
+    """Spyder prints `File ~/x.py:362 in f` (no quotes, no comma) between blank lines; the
+    frame is what places the failure in a library (a real cellpose report, shortened)."""
+    text = ("Traceback (most recent call last):\n\n"
+            "  File ~/envs/cp/lib/python3.8/site-packages/cellpose/train.py:362 in train_seg\n"
+            "    net.diam_labels.data = torch.Tensor([diam_train.mean()]).to(device)\n\n"
+            "AttributeError: attribute 'data' of 'numpy.generic' objects is not writable\n")
+    (event,) = run(text)
+    (frame,) = event.frames
+    assert frame.file.endswith("site-packages/cellpose/train.py") and frame.line == 362
+    assert frame.function == "train_seg" and frame.code.startswith("net.diam_labels.data")
+    assert run("File ~/notes.txt:3 in my head\n") == []  # no .py: prose

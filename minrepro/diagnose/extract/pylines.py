@@ -44,6 +44,9 @@ _CODE_KEYWORDS = ("except", "raise", "class", "import", "def", "isinstance", "ca
 _FRAME = lazy(
     r'File "(?P<file>[^"]+)", line (?P<lineno>\d+)(?:, in (?P<func><[^>]*>|\S+))?(?P<rest>.*)')
 
+#: Spyder (and IPython 8 outside a notebook): `File ~/x/train.py:362 in train_seg`, unquoted.
+_BARE_FRAME = lazy(
+    r"\s*File (?P<file>[~/\\.\w][^\s\"]*\.pyx?):(?P<lineno>\d+),? in (?P<func><[^>]*>|[\w.]+)")
 _CUT_FRAME = lazy(
     r'\s*(?P<file>[^"\s]+)", line (?P<lineno>\d+), in (?P<func><[^>]*>|\S+)(?P<rest>.*)')
 _JUPYTER_HEADER = lazy(rf"\s*(?P<type>{_NAME})\s{{2,}}Traceback \(most recent call last\)")
@@ -103,13 +106,21 @@ def clean_message(message: str) -> str:
     return message.strip().rstrip(_MARKDOWN_TRAIL)
 
 
+def may_hold_frame(text: str) -> bool:
+    """A cheap test before `frames_in`: the line has a frame's marks."""
+    return '", line ' in text or text.lstrip().startswith("File ")
+
+
 def frames_in(text: str) -> list[Frame]:
     """Every `File "x", line N, in f` in the line; code that follows on the same line is kept.
 
     A frame whose start was cut off in the paste (`...site-packages/x.py", line 7, in f`)
-    counts too.
+    counts too, and Spyder's unquoted `File ~/x.py:7 in f`.
     """
     if 'File "' not in text:
+        bare = _BARE_FRAME.match(text) if "File " in text else None
+        if bare is not None:
+            return [Frame(file=bare["file"], line=int(bare["lineno"]), function=bare["func"])]
         cut = _CUT_FRAME.match(text)
         if cut is None:
             return []

@@ -216,7 +216,7 @@ class TracebackExtractor:
             _add_frames(partial, pylines.frames_in(text.split(pylines.HEADER, 1)[1]), number,
                         flattened=True)
             return
-        frames = pylines.frames_in(text) if '", line ' in text else []
+        frames = pylines.frames_in(text) if pylines.may_hold_frame(text) else []
         if frames:
             partial = _Partial(first_line=number, last_line=number)
             _add_frames(partial, frames, number)
@@ -249,7 +249,7 @@ class TracebackExtractor:
             else:
                 self._abandon(line, events)
             self._step(text, line, events)
-        elif '", line ' in text and (frames := pylines.frames_in(text)):
+        elif pylines.may_hold_frame(text) and (frames := pylines.frames_in(text)):
             _add_frames(partial, frames, line.line)
         elif (found := pylines.exception_at_start(text)) is not None and (
                 ":" in text or partial.frames):
