@@ -183,7 +183,14 @@ class RuleMatcher:
             if name not in self.timeouts and not self.exhausted and groups is not None:
                 self._state.setdefault((r, s), _SignalState()).add(line, groups)
 
-    def _run(self, line: Line, text: str, prose: bool) -> list | None:
+    def feed_rejoined(self, line: Line, last: int) -> None:
+        """An exception message that a paste (or a terminal) wrapped over lines `line.line`
+        to `last`, put back on one (`line.text`): a signal that needs words of two of them
+        matches here. A signal that matched one of those lines already is not counted twice."""
+        self._chars += len(line.text)
+        self._run(line, line.text, line.line <= PROSE_LINES, rejoined=last)
+
+    def _run(self, line: Line, text: str, prose: bool, rejoined: int = 0) -> list | None:
         """Search the line's `text`; (r, s, name, groups or None) of each signal searched, or
         None when a search timed out or was slow (the outcome is then not to be replayed)."""
         outcome: list | None = []
@@ -208,7 +215,9 @@ class RuleMatcher:
             groups = hit_groups(signal, cast("regex.Match[str] | None", match))
             prefilter.note((r, s), groups is not None)
             if groups is not None:
-                self._state.setdefault((r, s), _SignalState()).add(line, groups)
+                state = self._state.setdefault((r, s), _SignalState())
+                if not (rejoined and any(line.line <= n <= rejoined for n in state.lines())):
+                    state.add(line, groups)
             if outcome is not None:
                 outcome.append((r, s, name, groups))
         return None if self._total - spent > _SLOW_LINE_S else outcome

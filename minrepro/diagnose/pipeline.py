@@ -136,6 +136,15 @@ class _Collector:
         return tuple(self.failures) + extra
 
 
+_REJOINED_CHARS = 2000
+
+
+def _rejoined(tb: Traceback) -> Line:
+    """The exception line as it was before the message was wrapped over several lines."""
+    message = " ".join(part.strip() for part in tb.message.splitlines())
+    return Line(line=tb.line, text=f"{tb.exc_type}: {message}"[:_REJOINED_CHARS], rank=tb.rank)
+
+
 def _first_line(message: str) -> str:
     return message.splitlines()[0] if message else ""
 
@@ -162,14 +171,20 @@ def run_stages(lines: Iterable[Line], rules: RuleSet) -> tuple[list, _Collector,
         collector.recent.append(line)
         matcher.feed(line)
         for event in extractors.feed(line):
-            collector.dispatch(event, line)
+            _route(event, line, collector, matcher)
     for event in extractors.close():
-        collector.dispatch(event, line)
+        _route(event, line, collector, matcher)
     collector.lines = line.line
     findings = matcher.findings()
     for analyzer in collector.analyzers:
         findings.extend(analyzer.findings())
     return findings, collector, matcher
+
+
+def _route(event: Event, line: Line, collector: _Collector, matcher: RuleMatcher) -> None:
+    collector.dispatch(event, line)
+    if isinstance(event, Traceback) and "\n" in event.message:
+        matcher.feed_rejoined(_rejoined(event), event.line + event.message.count("\n"))
 
 
 def diagnose_lines(lines: Iterable[Line], *, rules: RuleSet | None = None,
