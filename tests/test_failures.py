@@ -663,3 +663,14 @@ def test_dynamos_backend_failure_keeps_the_inner_error_as_its_message() -> None:
     assert diagnosis.failure.exc_type == "torch._dynamo.exc.BackendCompilerFailed"
     assert "libcuda.so cannot found" in diagnosis.failure.text
     assert diagnosis.cause == "cuda_env_mismatch"
+
+
+def test_a_usage_error_before_a_later_ctrl_c_stays_the_failure() -> None:
+    """A job log where the script refused its command line, and a second script run into the
+    same file was stopped with Ctrl-C: the refusal is what failed (a committed SLURM log)."""
+    log = ("usage: train.py [-h] [--exp EXP] [--num_worker NUM_WORKER]\n"
+           "train.py: error: argument --num_worker: expected one argument\n")
+    log += traceback("KeyboardInterrupt", "/srv/app/caption.py")
+    diagnosis = diagnose(log)
+    assert diagnosis.failure is not None and diagnosis.failure.line == 2
+    assert diagnosis.root == "config"

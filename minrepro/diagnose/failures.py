@@ -218,7 +218,8 @@ class FailureLog:
             self.candidates = [c for c in self.candidates if c.failure.line > last_start]
         # A traceback cut before its exception line shortly before a Ctrl-C is another
         # rank's copy of the interrupt, printed over (KeyboardInterruptKeyboardInterrupt).
-        self.candidates = [c for c in self.candidates if c.failure.exc_type or not any(
+        self.candidates = [c for c in self.candidates if c.failure.exc_type
+                           or c.failure.kind is not FailureKind.EXCEPTION or not any(
             0 <= line - c.failure.first_line <= _INTERRUPT_SPAN for line in self._interrupts)]
         failures = [c.failure for c in self.candidates if c.role == "failure"]
         # A traceback cut before its exception line (ranks printing over each other) is a
