@@ -78,6 +78,16 @@ def test_a_flat_loss_with_the_learning_rate_at_zero_throughout_is_stuck() -> Non
     assert "loss_stagnation" not in warm or warm["loss_stagnation"].score < 0.5
 
 
+def test_a_flat_loss_inside_the_lr_warmup_is_no_plateau() -> None:
+    """A DINO run cancelled in its first epoch: the loss sits at ln(out_dim) while the lr is
+    still climbing from 0 to its peak (a real SLURM log); after the warmup the same flat
+    loss is a plateau."""
+    rows = [{"loss": 11.11 + 0.001 * (i % 3), "learning_rate": 3e-7 * i} for i in range(60)]
+    assert "loss_stagnation" not in curve(rows)
+    after = [{"loss": 11.11 + 0.001 * (i % 3), "learning_rate": 1e-3} for i in range(60)]
+    assert "loss_stagnation" in curve(rows + after)
+
+
 def test_learning_curve_is_not_a_plateau() -> None:
     found = curve([{"loss": 2.3 * 0.8 ** i} for i in range(12)])
     assert "loss_stagnation" not in found and "lr_divergence" not in found

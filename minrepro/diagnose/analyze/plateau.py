@@ -37,6 +37,8 @@ EXACT_CLASSES = 50  # above it, a level at ln C to four decimals is as likely ch
 def stagnation(state: CurveState) -> Finding | None:
     if accuracy_rose(state) or quality_improved(state):
         return None  # a model guessing uniformly does not get better at the task
+    if _still_warming_up(state):
+        return None  # the lr is still climbing from ~0: no step has had its real size yet
     train = state.main("loss")
     train_falls = falls(train.values())
     for name in ("loss", "eval_loss"):
@@ -108,6 +110,21 @@ def _at_prior_entropy(state: CurveState, level: float) -> bool:
         return False
     entropy = -(share * math.log(share) + (1 - share) * math.log(1 - share))
     return abs(level - entropy) <= PRIOR_TOLERANCE * entropy
+
+
+WARMUP_RISE = 3.0  # the last lr printed this many times the first (or the first 0)
+
+
+def _still_warming_up(state: CurveState) -> bool:
+    """Every learning rate the log printed (three at least) is at least the one before, the
+    last is well above the first, and it still climbs in the last third: the log ends inside
+    the schedule's warmup."""
+    rates = state.main("learning_rate").values()
+    if len(rates) < 3 or rates[-1] <= 0:
+        return False
+    rising = all(later >= earlier for earlier, later in zip(rates, rates[1:], strict=False))
+    climbing = rates[-1] > rates[len(rates) * 2 // 3]
+    return rising and climbing and (rates[0] == 0 or rates[-1] >= WARMUP_RISE * rates[0])
 
 
 def _learning_rate_always_zero(state: CurveState) -> bool:
