@@ -397,3 +397,5 @@ def test_spyders_unquoted_frames_are_frames() -> None:
     assert frame.file.endswith("site-packages/cellpose/train.py") and frame.line == 362
     assert frame.function == "train_seg" and frame.code.startswith("net.diam_labels.data")
     assert run("File ~/notes.txt:3 in my head\n") == []  # no .py: prose
+    (cut,) = run(text.split("\n", 2)[2])  # pasted without its header
+    assert cut.frames == event.frames
