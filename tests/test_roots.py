@@ -481,6 +481,12 @@ def test_a_grid_index_past_its_size_while_building_targets_is_the_annotations() 
       "return codecs.charmap_encode(input,self.errors,encoding_table)[0]"),
      "UnicodeEncodeError: 'charmap' codec can't encode character '\\u2588' in position 12: "
      "character maps to <undefined>", "MR-ROOT-108", "environment"),
+    # torchrun's agent hung up on with its terminal (whole nohup.out logs of three repos)
+    (("/env/lib/python3.10/site-packages/torch/distributed/elastic/multiprocessing/api.py",
+      "_terminate_process_handler", "raise SignalException(f\"Process {os.getpid()} got "
+      "signal: {sigval}\", sigval=sigval)"),
+     "torch.distributed.elastic.multiprocessing.api.SignalException: Process 12152 got "
+     "signal: 1", "MR-ROOT-110", "config"),
 ])
 def test_root_rules_of_the_settings_and_the_machine(frame: tuple[str, str, str], exc: str,
                                                      rule: str, root: str) -> None:

@@ -29,6 +29,13 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              "the symlink off (mmcv: checkpoint_config = dict(create_symlink=False)).",
              types=("OSError", "PermissionError"),
              message=r"\[Errno (?:95|1)\] Operation not (?:supported|permitted): \S+ -> "),
+    # torchrun's agent handles SIGHUP itself (nohup does not shield it): the shell or ssh
+    # session that launched the job went away, and the agent shut its workers down
+    RootRule("MR-ROOT-110", C, "The launcher got SIGHUP: the terminal or ssh session that "
+             "started the job closed", "Start the job detached from the terminal (tmux or "
+             "screen, `setsid nohup torchrun ... &`, or through the scheduler): torchrun "
+             "handles SIGHUP itself, so nohup alone does not protect it.",
+             types=("SignalException",), message=r"got signal: 1\b|\bSIGHUP\b"),
     RootRule("MR-ROOT-030", C, "A path in the config or command does not exist",
              "Check the data / checkpoint / output paths the job was given.",
              types=("FileNotFoundError", "NotADirectoryError", "IsADirectoryError")),
