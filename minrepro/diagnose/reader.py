@@ -209,8 +209,11 @@ class LogReader:
         complete lines go out as a block, one block held back (in the other buffer) so that
         the selector knows which block is the last (its tail is read in full)."""
         # pending is at most max_line_bytes at the top of the loop (longer is flushed below),
-        # so a chunk always fits behind it
-        size = self.chunk_bytes + self.max_line_bytes + 1
+        # so a chunk always fits behind it; a file smaller than a chunk gets a chunk of its
+        # size (a 2-line log does not zero-fill two 4 MiB buffers)
+        known = self._text_bytes()
+        chunk = self.chunk_bytes if known is None else max(1, min(self.chunk_bytes, known + 1))
+        size = chunk + self.max_line_bytes + 1
         buffers = (bytearray(size), bytearray(size))
         current, length = 0, 0
         number = 1  # line number of the first line not yet emitted
@@ -218,7 +221,7 @@ class LogReader:
         skipping = False  # inside an over-long record whose head was already emitted
         while True:
             buffer = buffers[current]
-            got = fill(memoryview(buffer)[length:length + self.chunk_bytes])
+            got = fill(memoryview(buffer)[length:length + chunk])
             if not got:
                 break
             end = length + got
