@@ -87,13 +87,19 @@ class LiteralSet:
         self._pattern: re.Pattern[str] | None = None  # compiled after naive_calls texts
         self._trie = _TrieWhenDue(self.words, naive_calls)
         self._trie_left = TRIE_LINES
-        # Each word under its shortest prefix that is itself a word: the trie finds that prefix
-        # wherever the word starts, so only the words of that bucket need a startswith there.
-        self._bucket: dict[str, list[str]] = {}
-        for word in self.words:  # sorted: a word's shorter prefixes come before it
-            shortest = next((word[:n] for n in range(1, len(word)) if word[:n] in self._bucket),
-                            word)
-            self._bucket.setdefault(shortest, []).append(word)
+        self._bucket: dict[str, list[str]] | None = None  # built with the trie's first use
+
+    def _buckets(self) -> dict[str, list[str]]:
+        """Each word under its shortest prefix that is itself a word: the trie finds that
+        prefix wherever the word starts, so only the words of that bucket need a startswith
+        there."""
+        if self._bucket is None:
+            self._bucket = {}
+            for word in self.words:  # sorted: a word's shorter prefixes come before it
+                shortest = next((word[:n] for n in range(1, len(word))
+                                 if word[:n] in self._bucket), word)
+                self._bucket.setdefault(shortest, []).append(word)
+        return self._bucket
 
     def present(self, text: str) -> list[str]:
         """Which of the literals occur (exact, including overlapping ones), in sorted order:
@@ -122,10 +128,11 @@ class LiteralSet:
     def _trie_present(self, text: str) -> list[str]:
         pattern = self._pattern or _compiled_trie(self.words)
         found: set[str] = set()
+        buckets = self._buckets()
         match = pattern.search(text)
         while match:  # each start of a word, overlaps included
             start = match.start()
-            found.update(word for word in self._bucket[match.group()]
+            found.update(word for word in buckets[match.group()]
                          if text.startswith(word, start))
             match = pattern.search(text, start + 1)
         return sorted(found)
