@@ -228,3 +228,33 @@ def test_a_comment_in_the_source_line_of_a_traceback_is_no_evidence() -> None:
     matcher = RuleMatcher(RULES)
     matcher.feed(Line(line=1, text=prose))
     assert "undetached_loss_list" in {f.cause for f in matcher.findings()}
+
+
+def _softmax_finding(gap: int):
+    """A half-precision cast, `gap` filler lines, then softmax's backward returning NaN."""
+    rows = ["model = model.cuda().half()"] + [f"step {i} ok" for i in range(gap)] + [
+        "RuntimeError: Function 'SoftmaxBackward0' returned nan values in its 0th output."]
+    matcher = RuleMatcher(load_rules())
+    searched: list[str] = []
+    search = matcher._search
+
+    def spy(name, signal, text):
+        searched.append(name)
+        return search(name, signal, text)
+
+    matcher._search = spy  # type: ignore[method-assign]
+    for number, text in enumerate(rows, 1):
+        matcher.feed(Line(line=number, text=text))
+    found = next(f for f in matcher.findings() if f.cause == "softmax_overflow")
+    return found, searched
+
+
+def test_a_supporting_line_before_the_first_primary_hit_still_counts() -> None:
+    """Supporting signals wait for a primary: the cast 20 lines above the NaN is searched
+    once the NaN is seen, and counts as before."""
+    near, _ = _softmax_finding(20)
+    assert [e.line for e in near.evidence] == [1, 22]
+    far, searched = _softmax_finding(200)
+    assert [e.line for e in far.evidence] == [202]  # out of its reach (60 lines)
+    assert far.score < near.score
+    assert "MR-CONV-003/fp16-context" not in searched  # never searched: it could not count

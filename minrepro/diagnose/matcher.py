@@ -18,14 +18,13 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
-from minrepro.diagnose.extract.units import parse_duration_ms, parse_size
+from minrepro.diagnose.hits import SignalState, finding_of
 from minrepro.diagnose.literals import LiteralSet, any_of
 from minrepro.diagnose.prefilter import SignalPrefilter
 from minrepro.diagnose.rules.pack import Rule, Signal, hit_groups
-from minrepro.model import Evidence, Finding, Line, ParamValue, Role, Severity
+from minrepro.model import Finding, Line, Role, Severity
 
 if TYPE_CHECKING:
     import regex
@@ -37,41 +36,14 @@ SIGNAL_S_PER_MB = 0.2  # per million characters of text read
 LOG_S_PER_MB = 1.0
 _MIN_TIMEOUT_S = 0.001
 PROSE_LINES = 5000
-_KEEP_HITS = 6  # evidence kept per signal
-_KEEP_LINES = 64  # hit line numbers kept per signal, first and last, for proximity checks
 _TIMED_OUT = object()
-
-
-@dataclass(slots=True, eq=False)
-class _Hit:
-    line: int
-    rank: int | None
-    text: str
-    groups: dict[str, str]
-
-
-@dataclass(slots=True, eq=False)
-class _SignalState:
-    count: int = 0
-    hits: list[_Hit] = field(default_factory=list)
-    first_lines: list[int] = field(default_factory=list)
-    last_lines: deque[int] = field(default_factory=lambda: deque(maxlen=_KEEP_LINES))
-
-    def add(self, line: Line, groups: dict[str, str]) -> None:
-        self.count += 1
-        if len(self.hits) < _KEEP_HITS:
-            self.hits.append(_Hit(line.line, line.rank, line.text[:500], groups))
-        if len(self.first_lines) < _KEEP_LINES:
-            self.first_lines.append(line.line)
-        else:
-            self.last_lines.append(line.line)
-
-    def lines(self) -> list[int]:
-        return self.first_lines + list(self.last_lines)
 
 
 #: rule index, signal index, the signal, its name, the test of its `requires` words
 Candidate = tuple[int, int, Signal, str, Callable[[str], bool] | None]
+#: a line's searches: (r, s, name, groups or None) of each signal searched, and the
+#: candidates that wait for a primary
+Outcome = tuple[list[tuple[int, int, str, dict[str, str] | None]], list[Candidate]]
 _MEMO_LINES = 4096  # distinct line texts whose results a matcher keeps (progress bars repeat)
 _SLOW_LINE_S = 0.001  # a line whose searches took longer is searched again when repeated
 
@@ -87,6 +59,10 @@ class _Plan:
         self.rules = rules
         self.by_hint: dict[str, list[Candidate]] = {}
         self.always: list[Candidate] = []
+        self.waits: frozenset[tuple[int, int]] = frozenset(
+            (r, s) for r, rule in enumerate(rules)
+            if any(signal.role is Role.PRIMARY for signal in rule.signals)
+            for s, signal in enumerate(rule.signals) if _waits(signal))
         machine_hints: set[str] = set()
         for r, rule in enumerate(rules):
             for s, signal in enumerate(rule.signals):
@@ -153,15 +129,18 @@ class RuleMatcher:
         self._total = 0.0
         self._chars = 0  # text read so far: budgets grow with it
         self.exhausted = False  # the log's budget is spent: no more regexes on this log
-        self._state: dict[tuple[int, int], _SignalState] = {}
+        self._state: dict[tuple[int, int], SignalState] = {}
         # A line's outcome depends on its text alone (and whether prose is read): a text seen
         # before replays its matches (progress bars, repeated warnings) without a regex. A
         # line whose searches were slow is not kept: each copy of it pays, and spends the
         # budgets, as a crafted log of many such lines must.
-        self._memo: tuple[dict[str, list], dict[str, list]] = ({}, {})
+        self._memo: tuple[dict[str, Outcome], dict[str, Outcome]] = ({}, {})
         # The line before was a traceback's `File "...", line N, in f`: this one is the source
         # line Python quotes (`ckpt = torch.load(w)  # avoid a CUDA memory leak`).
         self._after_frame = False
+        self._primary_line: dict[int, int] = {}  # rule -> the last line a primary of it hit
+        # lines whose waiting searches were not run yet: (line, text, the candidates)
+        self._waiting: deque[tuple[Line, str, list[Candidate]]] = deque(maxlen=_WAITING_LINES)
 
     def feed(self, line: Line) -> None:
         text = line.text
@@ -179,9 +158,12 @@ class RuleMatcher:
                     memo.clear()
                 memo[text] = outcome
             return
-        for r, s, name, groups in outcome:  # as the searches would go, switched-off ones aside
+        searched, waiting = outcome
+        for r, s, name, groups in searched:  # as the searches would go, switched-off ones aside
             if name not in self.timeouts and not self.exhausted and groups is not None:
-                self._state.setdefault((r, s), _SignalState()).add(line, groups)
+                self._add(r, s, line, groups)
+        if waiting:
+            self._wait_or_search(line, text, waiting)
 
     def feed_rejoined(self, line: Line, last: int) -> None:
         """An exception message that a paste (or a terminal) wrapped over lines `line.line`
@@ -190,10 +172,12 @@ class RuleMatcher:
         self._chars += len(line.text)
         self._run(line, line.text, line.line <= PROSE_LINES, rejoined=last)
 
-    def _run(self, line: Line, text: str, prose: bool, rejoined: int = 0) -> list | None:
-        """Search the line's `text`; (r, s, name, groups or None) of each signal searched, or
-        None when a search timed out or was slow (the outcome is then not to be replayed)."""
-        outcome: list | None = []
+    def _run(self, line: Line, text: str, prose: bool, rejoined: int = 0) -> Outcome | None:
+        """Search the line's `text`; ((r, s, name, groups or None) of each signal searched,
+        the candidates that wait for a primary), or None when a search timed out or was slow
+        (the outcome is then not to be replayed)."""
+        outcome: list[tuple[int, int, str, dict[str, str] | None]] | None = []
+        waiting: list[Candidate] = []
         spent = self._total
         lowered = text.lower()
         prefilter = self._plan.prefilter
@@ -208,6 +192,9 @@ class RuleMatcher:
                 continue
             if name in self.timeouts or self.exhausted:
                 continue  # a pattern that timed out once is off for the rest of the log
+            if (r, s) in self._plan.waits:
+                waiting.append((r, s, signal, name, requires))
+                continue
             match = self._search(name, signal, text)
             if match is _TIMED_OUT:
                 outcome = None
@@ -215,12 +202,59 @@ class RuleMatcher:
             groups = hit_groups(signal, cast("regex.Match[str] | None", match))
             prefilter.note((r, s), groups is not None)
             if groups is not None:
-                state = self._state.setdefault((r, s), _SignalState())
-                if not (rejoined and any(line.line <= n <= rejoined for n in state.lines())):
-                    state.add(line, groups)
+                state = self._state.get((r, s))
+                if not (rejoined and state is not None
+                        and any(line.line <= n <= rejoined for n in state.lines())):
+                    self._add(r, s, line, groups)
             if outcome is not None:
                 outcome.append((r, s, name, groups))
-        return None if self._total - spent > _SLOW_LINE_S else outcome
+        if waiting:
+            self._wait_or_search(line, text, waiting)
+        if outcome is None or self._total - spent > _SLOW_LINE_S:
+            return None
+        return outcome, waiting
+
+    def _add(self, r: int, s: int, line: Line, groups: dict[str, str]) -> None:
+        self._state.setdefault((r, s), SignalState()).add(line, groups)
+        if self._plan.rules[r].signals[s].role is Role.PRIMARY:
+            before = self._primary_line.get(r)
+            self._primary_line[r] = line.line
+            if before is None or line.line - before > WAIT_WITHIN:
+                self._search_waiting(r, line.line)
+
+    def _wait_or_search(self, line: Line, text: str, waiting: list[Candidate]) -> None:
+        """The waiting candidates of a line: searched now where a primary of their rule hit
+        within their reach before it, else kept until one does."""
+        kept = []
+        for candidate in waiting:
+            r, _, signal, _, _ = candidate
+            last = self._primary_line.get(r)
+            if last is not None and line.line - last <= signal.within:
+                self._search_now(candidate, line, text)
+            else:
+                kept.append(candidate)
+        if kept:
+            self._waiting.append((line, text, kept))
+
+    def _search_waiting(self, r: int, at: int) -> None:
+        """A primary of rule r hit at line `at`: the kept lines within reach before it."""
+        for line, text, kept in self._waiting:
+            if any(c[0] == r for c in kept):
+                for candidate in [c for c in kept if c[0] == r]:
+                    if at - line.line <= candidate[2].within:
+                        kept.remove(candidate)
+                        self._search_now(candidate, line, text)
+
+    def _search_now(self, candidate: Candidate, line: Line, text: str) -> None:
+        r, s, signal, name, _ = candidate
+        if name in self.timeouts or self.exhausted:
+            return
+        match = self._search(name, signal, text)
+        if match is _TIMED_OUT:
+            return
+        groups = hit_groups(signal, cast("regex.Match[str] | None", match))
+        if groups is not None:
+            self._add(r, s, line, groups)
 
     def _search(self, name: str, signal: Signal, text: str) -> regex.Match[str] | object | None:
         """The signal's search, bounded by what is left of its and the log's budget."""
@@ -244,32 +278,22 @@ class RuleMatcher:
             self.exhausted = self._total >= log_budget
 
     def findings(self) -> list[Finding]:
-        found = (self._finding(r, rule) for r, rule in enumerate(self.rules))
+        found = (finding_of(rule, {s: self._state[(r, s)] for s in range(len(rule.signals))
+                                   if (r, s) in self._state})
+                 for r, rule in enumerate(self.rules))
         return [f for f in found if f is not None]
 
-    def _finding(self, r: int, rule: Rule) -> Finding | None:
-        states = {s: self._state[(r, s)] for s in range(len(rule.signals)) if (r, s) in self._state}
-        primary = [s for s in states if rule.signals[s].role is Role.PRIMARY]
-        against = [s for s in states if rule.signals[s].role is Role.AGAINST]
-        if not primary:
-            # Evidence against a cause still vetoes what analyzers say of it.
-            return _veto(rule, _kept_share(rule.signals, against)) if against else None
-        primary_lines = sorted({n for s in primary for n in states[s].lines()})
-        counted = [s for s in states
-                   if s in primary or _near(states[s].lines(), primary_lines,
-                                            rule.signals[s].within)]
-        score = _combine(rule.signals, counted)
-        best = max(primary, key=lambda s: (rule.signals[s].weight, -states[s].hits[0].line))
-        ordered = sorted(counted, key=lambda s: -rule.signals[s].weight)
-        variant = next((rule.signals[s].variant for s in ordered if rule.signals[s].variant), None)
-        return Finding(
-            rule_id=rule.id, cause=rule.cause, category=rule.category, score=round(score, 3),
-            first_line=min(states[s].hits[0].line for s in primary),
-            evidence=_evidence(states, counted, rule), params=_params(rule, states, ordered),
-            severity=rule.signals[best].severity, variant=variant, cascade=rule.cascade,
-            supersedes=rule.supersedes,
-            kept_share=_kept_share(rule.signals, [s for s in counted if s in against]),
-        )
+#: A supporting signal this near its primaries at most, with no values to give, is searched
+#: only near a primary hit: on a line within its reach of the last one, or, when a primary
+#: first hits, on the lines kept from before it. Far from any primary it could not count,
+#: and in a healthy log ("worker", "train", "position" ...) most of the searches were these.
+WAIT_WITHIN = 64
+_WAITING_LINES = 256  # lines kept with the searches they wait for
+
+
+def _waits(signal: Signal) -> bool:
+    return (signal.role is Role.SUPPORT and signal.within <= WAIT_WITHIN
+            and "(?P<" not in signal.source)
 
 
 def _is_frame(text: str) -> bool:
@@ -277,64 +301,3 @@ def _is_frame(text: str) -> bool:
     return stripped.startswith('File "') and '", line ' in stripped
 
 
-def _near(lines: list[int], anchors: list[int], within: int) -> bool:
-    return any(abs(a - b) <= within for a in lines for b in anchors)
-
-
-def _combine(signals: tuple[Signal, ...], counted: list[int]) -> float:
-    """Noisy-OR of the weights of the primary and supporting signals seen."""
-    missing = 1.0
-    for s in counted:
-        if signals[s].role is not Role.AGAINST:
-            missing *= 1.0 - signals[s].weight
-    return min(1.0 - missing, 0.99)
-
-
-def _kept_share(signals: tuple[Signal, ...], against: list[int]) -> float:
-    """Each 'against' signal seen takes its weight's share off the cause's score."""
-    factor = 1.0
-    for s in against:
-        factor *= 1.0 - signals[s].weight
-    return factor
-
-
-def _veto(rule: Rule, kept_share: float) -> Finding:
-    return Finding(rule_id=rule.id, cause=rule.cause, category=rule.category, score=0.0,
-                   first_line=0, kept_share=kept_share)
-
-
-def _evidence(states: dict[int, _SignalState], counted: list[int], rule: Rule) -> tuple:
-    hits = {(h.line, h.text): h for s in counted if rule.signals[s].role is not Role.AGAINST
-            for h in states[s].hits}
-    chosen = sorted(hits.values(), key=lambda h: h.line)[:8]
-    return tuple(Evidence(line=h.line, text=h.text, rank=h.rank) for h in chosen)
-
-
-def _params(rule: Rule, states: dict[int, _SignalState], ordered: list[int]) -> tuple:
-    values: dict[str, ParamValue] = {}
-    for s in ordered:
-        for hit in states[s].hits:
-            for name, raw in hit.groups.items():
-                if name not in values:
-                    value = convert(raw, rule.param_type(name) or "str")
-                    if value is not None:
-                        values[name] = value
-    return tuple(values.items())
-
-
-def convert(raw: str, kind: str) -> ParamValue | None:
-    """A captured string as the declared param type; None when it does not parse."""
-    raw = raw.strip()
-    try:
-        if kind == "int":
-            return int(raw.replace(",", ""))
-        if kind == "float":
-            value = float(raw)
-            return value if value == value and abs(value) != float("inf") else None
-        if kind == "bytes":
-            return parse_size(raw)
-        if kind == "duration_ms":
-            return parse_duration_ms(raw) if ":" in raw else int(float(raw))
-    except (ValueError, OverflowError):  # not a number, or beyond any real value
-        return None
-    return raw[:200]
