@@ -30,3 +30,12 @@ def test_exception_names(text: str, expected: str) -> None:
 ])
 def test_not_exception_names(text: str) -> None:
     assert exception_at_start(text) is None
+
+
+def test_a_private_modules_underscore_is_no_markdown() -> None:
+    """`_pickle.UnpicklingError` (a checkpoint that is no pickle) keeps its module's
+    underscore; markdown's `_emphasis_` around a plain name still goes."""
+    assert exception_at_start("_pickle.UnpicklingError: invalid load key, '<'.") == (
+        "_pickle.UnpicklingError", "invalid load key, '<'.")
+    assert exception_at_start("_queue.Empty") == ("_queue.Empty", "")
+    assert exception_at_start("_RuntimeError: boom_") == ("RuntimeError", "boom")

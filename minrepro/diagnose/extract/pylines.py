@@ -67,8 +67,17 @@ _LOG_LINE = lazy(
 _ELISION = ("...", "\u2026", "< truncated", "[Previous line repeated", "<truncated")
 
 
+_PRIVATE_MODULE = lazy(r"_[a-z]\w*\.")  # `_pickle.UnpicklingError`, `_queue.Empty`
+
+
 def strip_markdown(text: str) -> str:
-    return text.strip(_MARKDOWN_LEAD)
+    """The text without markdown's emphasis and quoting around it; the underscore of a
+    private module's name (`_pickle.`) is kept."""
+    stripped = text.strip(_MARKDOWN_LEAD)
+    start = len(text) - len(text.lstrip(_MARKDOWN_LEAD))
+    if start and text[start - 1] == "_" and _PRIVATE_MODULE.match(text, start - 1):
+        return "_" + stripped
+    return stripped
 
 
 def exception_at_start(text: str) -> tuple[str, str] | None:
