@@ -28,13 +28,11 @@ class Hit:
 
 @dataclass(slots=True, eq=False)
 class SignalState:
-    count: int = 0
     hits: list[Hit] = field(default_factory=list)
     first_lines: list[int] = field(default_factory=list)
     last_lines: deque[int] = field(default_factory=lambda: deque(maxlen=KEEP_LINES))
 
     def add(self, line: Line, groups: dict[str, str]) -> None:
-        self.count += 1
         if len(self.hits) < KEEP_HITS:
             self.hits.append(Hit(line.line, line.rank, line.text[:500], groups))
         if len(self.first_lines) < KEEP_LINES:

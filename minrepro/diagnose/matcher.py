@@ -195,11 +195,10 @@ class RuleMatcher:
             if (r, s) in self._plan.waits:
                 waiting.append((r, s, signal, name, requires))
                 continue
-            match = self._search(name, signal, text)
-            if match is _TIMED_OUT:
+            timed_out, groups = self._groups(name, signal, text)
+            if timed_out:
                 outcome = None
                 continue
-            groups = hit_groups(signal, cast("regex.Match[str] | None", match))
             prefilter.note((r, s), groups is not None)
             if groups is not None:
                 state = self._state.get((r, s))
@@ -239,22 +238,26 @@ class RuleMatcher:
     def _search_waiting(self, r: int, at: int) -> None:
         """A primary of rule r hit at line `at`: the kept lines within reach before it."""
         for line, text, kept in self._waiting:
-            if any(c[0] == r for c in kept):
-                for candidate in [c for c in kept if c[0] == r]:
-                    if at - line.line <= candidate[2].within:
-                        kept.remove(candidate)
-                        self._search_now(candidate, line, text)
+            for candidate in [c for c in kept if c[0] == r and at - line.line <= c[2].within]:
+                kept.remove(candidate)
+                self._search_now(candidate, line, text)
 
     def _search_now(self, candidate: Candidate, line: Line, text: str) -> None:
         r, s, signal, name, _ = candidate
         if name in self.timeouts or self.exhausted:
             return
-        match = self._search(name, signal, text)
-        if match is _TIMED_OUT:
-            return
-        groups = hit_groups(signal, cast("regex.Match[str] | None", match))
+        _, groups = self._groups(name, signal, text)
         if groups is not None:
             self._add(r, s, line, groups)
+
+    def _groups(self, name: str, signal: Signal, text: str
+                ) -> tuple[bool, dict[str, str] | None]:
+        """(whether the search ran out of time, the signal's named groups where it matches
+        the text, else None)."""
+        match = self._search(name, signal, text)
+        if match is _TIMED_OUT:
+            return True, None
+        return False, hit_groups(signal, cast("regex.Match[str] | None", match))
 
     def _search(self, name: str, signal: Signal, text: str) -> regex.Match[str] | object | None:
         """The signal's search, bounded by what is left of its and the log's budget."""
