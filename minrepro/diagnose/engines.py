@@ -137,7 +137,7 @@ class _AhoCorasick:
     words in the cases written (`nan`, `NaN`), over the block as it is, their ends checked
     as `\\b` says (so "info" never counts as "inf")."""
 
-    drops_gil = False
+    drops_gil = True  # the crate searches bytes without the GIL (the lowering holds it)
 
     def __init__(self, literals: tuple[str, ...], words: tuple[str, ...]) -> None:
         module = _module("ahocorasick")
