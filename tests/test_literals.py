@@ -20,6 +20,30 @@ def test_present_finds_exactly_the_words_that_occur(words: list[str], text: str)
     assert LiteralSet(words, naive_calls=0).present(text) == expected  # the trie
 
 
+@settings(max_examples=300, deadline=None)
+@given(_WORDS, st.text(alphabet="ab cd", max_size=30))
+def test_the_aho_corasick_scanner_finds_the_same_words(words: list[str], text: str) -> None:
+    """Where hyperscan is not used (no wheel: MINREPRO_ENGINE says so here), a set past its
+    word-by-word phase searches with an Aho-Corasick automaton, not the trie: same answers,
+    overlapping and nested words included."""
+    import os
+
+    import pytest
+
+    pytest.importorskip("ahocorasick_rs")
+    from minrepro.diagnose import literals
+
+    expected = sorted({w for w in words if w in text})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "environ", {**os.environ, "MINREPRO_ENGINE": "ahocorasick"})
+        patch.setattr(literals, "_TRIES", {})
+        patch.setattr(literals, "_SCANNERS", {})
+        found = LiteralSet(words, naive_calls=0)
+        assert found.present(text) == expected
+        if found.words:  # (no words: nothing to build, the empty trie answers)
+            assert found._pattern is None and found._present is not None
+
+
 @settings(max_examples=200, deadline=None)
 @given(_WORDS, st.lists(st.text(alphabet="ab cd", max_size=12), max_size=6))
 def test_any_of_answers_the_same_before_and_after_the_trie(words: list[str],

@@ -7,6 +7,8 @@ pattern (common prefixes factored out) lets it reject most positions after one c
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import re
 import sys
@@ -53,6 +55,7 @@ def _emit(node: dict) -> str:
 # literals costs as much as testing a few hundred short lines one word at a time, so a short
 # log (and the start of every log) never pays for it.
 NAIVE_CALLS = 256
+_DUE = re.compile("(?!)")  # `_TrieWhenDue.pattern(compile_when_due=False)`: the phase is over
 TRIE_LINES = 4000  # then a hyperscan scanner, where installed, is built and used
 
 
@@ -64,14 +67,16 @@ class _TrieWhenDue:
         self.words = words
         self.naive_left = naive_calls
 
-    def pattern(self) -> re.Pattern[str] | None:
-        """The trie, or None: test this text word by word."""
+    def pattern(self, *, compile_when_due: bool = True) -> re.Pattern[str] | None:
+        """The trie, or None: test this text word by word (a text it tests counts towards
+        the word-by-word phase). `compile_when_due=False` only says whether that phase is
+        over: the trie itself where it is compiled already, else any true value."""
         found = _TRIES.get(self.words)
         if found is None:
             if self.naive_left > 0:
                 self.naive_left -= 1
                 return None
-            found = _compiled_trie(self.words)
+            found = _compiled_trie(self.words) if compile_when_due else _DUE
         return found
 
 
@@ -117,6 +122,14 @@ class LiteralSet:
             if self._present is not None:
                 return self._present(text)
         if self._pattern is None:
+            if self.words not in _TRIES and not _hyperscan_used():
+                # past the word-by-word phase and where hyperscan is not used, an Aho-Corasick
+                # automaton builds faster than the trie compiles, and searches faster
+                if self._trie.pattern(compile_when_due=False) is None:
+                    return [word for word in self.words if word in text]
+                self._present = _scanner(self.words)
+                if self._present is not None:
+                    return self._present(text)
             self._pattern = self._trie.pattern()
             if self._pattern is None:
                 return [word for word in self.words if word in text]
@@ -142,10 +155,11 @@ _SCANNERS: dict[tuple[str, ...], Callable[[str], list[str]]] = {}
 
 
 def _scanner(words: tuple[str, ...]) -> Callable[[str], list[str]] | None:
-    """The hyperscan `present` for these words, built once per process (a triage worker
-    builds an ExtractorSet a log)."""
+    """The hyperscan `present` for these words (where hyperscan is not used, the
+    Aho-Corasick one), built once per process (a triage worker builds an ExtractorSet a
+    log)."""
     if words not in _SCANNERS:
-        built = _hyperscan_present(words)
+        built = _hyperscan_present(words) or _ahocorasick_present(words)
         if built is None:
             return None
         if len(_SCANNERS) >= 16:
@@ -168,6 +182,16 @@ def _cached_scanner(words: tuple[str, ...]) -> Callable[[str], list[str]] | None
 
 def _hyperscan_allowed() -> bool:
     return os.environ.get("MINREPRO_ENGINE", "hyperscan") in ("hyperscan", "")
+
+
+def _hyperscan_used() -> bool:
+    """Whether the scanners here are hyperscan's (installed, and not ruled out)."""
+    return _hyperscan_allowed() and _installed("hyperscan")
+
+
+@functools.cache
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
 
 
 def _expressions(words: tuple[str, ...]) -> list[bytes]:
@@ -207,6 +231,22 @@ def _hyperscan_present(words: tuple[str, ...]) -> Callable[[str], list[str]] | N
              found.append(index), scratch=scratch)
         found.sort()
         return [words[index] for index in found]
+
+    return present
+
+
+def _ahocorasick_present(words: tuple[str, ...]) -> Callable[[str], list[str]] | None:
+    """`present` by one Aho-Corasick search (ahocorasick-rs) of the text, overlapping matches
+    included: the scanner where hyperscan has no wheel. None where it is not installed."""
+    if not words or not _installed("ahocorasick_rs"):
+        return None
+    import ahocorasick_rs  # noqa: PLC0415 - optional, and only imported when first needed
+
+    find = ahocorasick_rs.AhoCorasick(words).find_matches_as_indexes
+
+    def present(text: str) -> list[str]:
+        found = {index for index, _start, _end in find(text, overlapping=True)}
+        return [words[index] for index in sorted(found)]
 
     return present
 
