@@ -89,11 +89,17 @@ _STDLIB = lazy(r"[\\/]lib[\\/]python\d(?:\.\d+)?[\\/]|^<frozen |[\\/]Lib[\\/][^\
 _DISTRIBUTION = lazy(r"(?:-\d[^\\/]*)?(?:\.egg|\.py)?$")
 # an unpacked release of a library run from its source tree: `.../detectron2-0.3/detectron2/...`
 _RELEASE_TREE = lazy(r"[\\/]([A-Za-z_]\w*)-v?\d+(?:\.\w+)+[\\/]\1[\\/]")
+# code a library downloads and runs: a Hub model's own modelling/tokenizer code
+# (`trust_remote_code`: `~/.cache/huggingface/modules/transformers_modules/<model>/...`) and a
+# torch.hub checkout (`~/.cache/torch/hub/<owner>_<repo>_<ref>/...`): not the user's code
+_DOWNLOADED = lazy(r"[\\/](?:huggingface[\\/]modules[\\/](transformers_modules)|"
+                   r"torch[\\/](hub))[\\/]")
 
 
 def package_of(path: str) -> str | None:
-    """`.../site-packages/transformers/trainer.py` -> "transformers"; a standard-library path
-    -> "stdlib"; anything else (the user's code, a notebook cell) -> None."""
+    """`.../site-packages/transformers/trainer.py` -> "transformers"; a Hub model's remote
+    code -> "transformers_modules", a torch.hub checkout -> "torch.hub"; a standard-library
+    path -> "stdlib"; anything else (the user's code, a notebook cell) -> None."""
     match = _SITE_PACKAGE.search(path)
     if match:
         name = _DISTRIBUTION.sub("", match[1])  # "foo-1.0-py3.8.egg" -> "foo", "six.py" -> "six"
@@ -101,6 +107,9 @@ def package_of(path: str) -> str | None:
     match = _RELEASE_TREE.search(path)
     if match:
         return match[1]
+    match = _DOWNLOADED.search(path)
+    if match:
+        return match[1] or "torch.hub"
     return "stdlib" if _STDLIB.search(path) else None
 
 

@@ -622,3 +622,49 @@ def test_a_cuda_oom_with_the_card_held_elsewhere_is_the_environments(report: str
     log = f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 200.00 MiB {report}\n"
     diagnosis = diagnose(log)
     assert diagnosis.cause == "cuda_oom" and diagnosis.root.value == root
+
+
+@pytest.mark.parametrize(("log", "rule", "root"), [
+    # PyTorch's assert that it found the driver's libcuda: the machine, not a PyTorch bug
+    (tb(USER, ("/env/lib/python3.10/site-packages/torch/nn/functional.py", "linear",
+               "return torch._C._nn.linear(input, weight, bias)"),
+        exc='RuntimeError: handle_0 INTERNAL ASSERT FAILED at "../c10/cuda/driver_api.cpp":15, '
+            'please report a bug to PyTorch.'), "MR-ROOT-111", "environment"),
+    # a Hub model's remote code referring to a name it never defined: that code's bug
+    (tb(USER, ("/home/u/.cache/huggingface/modules/transformers_modules/chatglm-6b/"
+               "tokenization_chatglm.py", "save_vocabulary",
+               'save_directory, VOCAB_FILES_NAMES["vocab_file"]'),
+        exc="NameError: name 'VOCAB_FILES_NAMES' is not defined"), "MR-ROOT-085", "framework"),
+    # the code's own check that it runs under a distributed launcher
+    (tb(USER, ("../utils.py", "__init__", "assert dist.is_initialized()"),
+        exc="AssertionError"), "MR-ROOT-047", "config"),
+    # accelerate's check that every process hands a collective the same shapes
+    (tb(USER, ("/env/lib/python3.12/site-packages/accelerate/utils/operations.py", "wrapper",
+               "raise DistributedOperationException("),
+        exc="accelerate.utils.operations.DistributedOperationException: Cannot apply desired "
+            "operation due to shape mismatches. All shapes across devices must be valid."),
+     "MR-ROOT-112", "code"),
+    # a model name timm does not know
+    (tb(USER, ("/env/lib/python3.12/site-packages/timm/models/_factory.py", "create_model",
+               "raise RuntimeError('Unknown model (%s)' % model_name)"),
+        exc="RuntimeError: Unknown model (vit)"), "MR-ROOT-113", "config"),
+])
+def test_root_rules_of_round_c46_c47_w43(log: str, rule: str, root: str) -> None:
+    diagnosis = diagnose(log)
+    assert (diagnosis.rule_id, diagnosis.root.value) == (rule, root)
+
+
+def test_a_name_error_in_the_users_own_code_stays_code() -> None:
+    diagnosis = diagnose(tb(USER, exc="NameError: name 'trainer' is not defined"))
+    assert diagnosis.root.value == "code"
+
+
+@pytest.mark.parametrize(("path", "package"), [
+    ("/root/.cache/huggingface/modules/transformers_modules/Qwen-VL-Chat/modeling_qwen.py",
+     "transformers_modules"),
+    ("C:\\Users\\u\\.cache\\torch\\hub\\facebookresearch_dinov2_main\\dinov2\\block.py",
+     "torch.hub"),
+    ("/home/u/hub/train.py", None),
+])
+def test_code_a_library_downloads_is_a_library(path: str, package: str | None) -> None:
+    assert package_of(path) == package

@@ -25,10 +25,28 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              message=r"(?i)\bXid\b|uncorrectable ECC|fallen off the bus|GPU is lost|"
                      r"ECC error|NVLink error|NET/IB : Got async event : port error|"
                      r"ibv_\w+ failed|Input/output error.*nvidia"),
+    # PyTorch's own asserts on the driver's libraries (c10/cuda/driver_api.cpp: libcuda not
+    # found by dlopen; DriverAPI::get()->nvmlInit: NVML not loaded or not matching the
+    # driver, fixed by a reboot after a driver update): the machine, not a PyTorch bug
+    RootRule("MR-ROOT-111", E, "The NVIDIA driver's libraries (libcuda, NVML) could not be "
+             "loaded or initialised",
+             "Check `nvidia-smi` works in this environment (a container, WSL: libcuda on the "
+             "library path); after a driver update, reboot; a torch release that finds the "
+             "driver's libraries where they are installed may be needed.",
+             message=r"driver_api\.cpp|DriverAPI::get\(\)"),
     RootRule("MR-ROOT-002", F, "An internal assertion of PyTorch or a library failed",
              "Report it upstream with the repro; try another release of the library.",
              message=r"INTERNAL ASSERT FAILED|please report a bug to PyTorch|"
                      r"this is a bug in|Please file an issue"),
+    # the ranks' collectives checked against each other (TORCH_DISTRIBUTED_DEBUG=DETAIL,
+    # accelerate's debug mode) and found to differ: their code took different paths
+    RootRule("MR-ROOT-112", K, "The ranks called different collectives, or the same one "
+             "with tensors of different shapes", "Make every rank run the same collectives in "
+             "the same order with the same shapes: no collective under a rank-dependent `if`, "
+             "even batches on every rank (drop_last, or pad and gather).",
+             message=r"Detected mismatch between collectives on ranks|"
+                     r"DistributedOperationException: Cannot apply desired operation due to "
+                     r"shape mismatches"),
     # the project's own package not importable is the command's (cwd, PYTHONPATH), not an install
     RootRule("MR-ROOT-017", C, "The project's own package is not on the import path",
              "Run from the repository root, set PYTHONPATH to it, or pip install -e . there.",

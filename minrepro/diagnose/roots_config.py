@@ -68,6 +68,14 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              message=r"does not appear to have a file named|Can't load|is not a local folder "
                      r"and is not a valid model identifier|No such file or directory|"
                      r"Repository Not Found|Incorrect path_or_model_id"),
+    # a model factory asked for a name it does not know (timm.create_model), a model folder
+    # whose config.json names no model_type (transformers): the name or path in the config
+    RootRule("MR-ROOT-113", C, "The model name the job asks for is not one the library knows",
+             "Check the model name in the config against the library's list (timm."
+             "list_models('pattern'), the registry's names); a model newer than the installed "
+             "release needs an upgrade.", types=("RuntimeError", "KeyError", "ValueError"),
+             message=r"Unknown model \(|Unrecognized model in \S+\. Should have a "
+                     r"`model_type` key"),
     RootRule("MR-ROOT-031", C, "A config key is missing or wrong",
              "Check the config file against what the code reads (the key in the message).",
              types=("ConfigAttributeError", "ConfigKeyError", "ConfigurationError",
@@ -131,7 +139,9 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              "dist.* calls) off for a single-process run.",
              message=r"Default process group has not been initialized|"
                      r"environment variable (?:RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|"
-                     r"LOCAL_RANK) expected, but not set"),
+                     r"LOCAL_RANK) expected, but not set|"
+                     # the code's own check, failing (`assert dist.is_initialized()`)
+                     r"assert\s+(?:torch\.)?dist(?:ributed)?\.is_initialized\(\)"),
     RootRule("MR-ROOT-048", C, "The job asks for a distributed backend this torch build "
              "does not have", "Use the gloo backend where NCCL is missing (Windows, macOS, a "
              "CPU build): init_process_group('gloo'), or the framework's backend setting.",

@@ -72,10 +72,12 @@ PLACE_RULES: tuple[RootRule, ...] = (
     # a local read before it is set, inside an installed package's own function: a code path
     # of the library that never set it (a NameError there is most often an optional import
     # that failed, so it is not taken here)
-    RootRule("MR-ROOT-085", F, "A library's own function reads a variable it never set on "
-             "this code path (a bug in the library)", "Report it to the library with the "
+    # (a Hub model's remote code and torch.hub checkouts count as libraries: model.package_of)
+    RootRule("MR-ROOT-085", F, "A library's own code uses a name it never set on this code "
+             "path (a bug in the library)", "Report it to the library with the "
              "settings that take this path; install the release before the change, or set the "
-             "option that path needs.", types=("UnboundLocalError",), raised_in=LIBRARY),
+             "option that path needs.", types=("UnboundLocalError", "NameError"),
+             raised_in=LIBRARY),
     # pdb's quit out of a breakpoint the code still holds (`breakpoint()`, `pdb.set_trace()`)
     RootRule("MR-ROOT-100", K, "The run stopped in the debugger: a breakpoint left in the code",
              "Remove the breakpoint() / pdb.set_trace() from the code (or run with "
