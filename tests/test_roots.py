@@ -668,3 +668,13 @@ def test_a_name_error_in_the_users_own_code_stays_code() -> None:
 ])
 def test_code_a_library_downloads_is_a_library(path: str, package: str | None) -> None:
     assert package_of(path) == package
+
+
+def test_an_unspecified_launch_failure_after_training_is_the_card() -> None:
+    """The same kernels ran for many steps, then one failed to launch: the hardware; at the
+    first step, nothing says so (a kernel's own bug fails there too)."""
+    crash = tb(USER, exc="RuntimeError: CUDA error: unspecified launch failure")
+    trained = "".join(f"epoch 3 step {i} loss {2.0 - i / 100:.4f}\n" for i in range(40))
+    late = diagnose(trained + crash)
+    assert (late.rule_id, late.root.value) == ("MR-ROOT-115", "hardware")
+    assert diagnose(crash).rule_id != "MR-ROOT-115"

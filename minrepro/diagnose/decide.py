@@ -89,7 +89,8 @@ def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Dia
 def _undiagnosed(merged: list[Finding], alternatives: tuple[Alternative, ...],
                  context: Context) -> Diagnosis:
     first = context.first_failure
-    root_rule = root_of(first) if first is not None else None
+    trained = len(context.loss_curve) >= TRAINED_POINTS
+    root_rule = root_of(first, trained=trained) if first is not None else None
     if first is not None and root_rule is None:
         root_rule = _root_of_what_followed(first, context.cascade)
     last = context.failures[-1] if context.failures else None
@@ -131,6 +132,7 @@ def _root_of_what_followed(first: Failure, cascade: Sequence[Failure]) -> RootRu
 
 
 _CHAIN_GAP = 4  # lines between an exception and the traceback chained to it (the separator)
+TRAINED_POINTS = 20  # loss records before a failure that show the run had been training
 
 #: A CUDA OOM while another process holds the card is the environment's, not the config's.
 _OTHER_PROCESS = lazy(r"Process \d+ has [\d.]+ [GM]iB memory in use|"

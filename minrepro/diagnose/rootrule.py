@@ -50,10 +50,16 @@ class RootRule:
     # the attribute the message says is missing is one this API has in current releases
     # (a list of names in API_DIR/<api>.txt): the installed release is older than the code
     api: str = ""
+    # only where the log shows the run trained before it failed (the same kernels ran for
+    # hours, then one failed: the card, not the code)
+    after_training: bool = False
 
-    def matches(self, failure: Failure, text: str, in_worker: bool) -> bool:
+    def matches(self, failure: Failure, text: str, in_worker: bool,
+                trained: bool = False) -> bool:
         short = failure.short_type
         if self.types and short not in self.types:
+            return False
+        if self.after_training and not trained:
             return False
         if self.in_worker is not None and self.in_worker != in_worker:
             return False

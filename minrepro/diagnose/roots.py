@@ -34,6 +34,13 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "library path); after a driver update, reboot; a torch release that finds the "
              "driver's libraries where they are installed may be needed.",
              message=r"driver_api\.cpp|DriverAPI::get\(\)"),
+    # cudaErrorLaunchFailure after the same kernels ran for a long while: the card or its
+    # driver (Xid 13/31/43 in dmesg), not a bug that would have failed at the first step
+    RootRule("MR-ROOT-115", H, "A CUDA kernel failed to run after the run had trained for a "
+             "while (unspecified launch failure)", "Check dmesg / `nvidia-smi -q` on that node "
+             "for Xid errors and rerun on another GPU; if it fails there at the same step, "
+             "run with CUDA_LAUNCH_BLOCKING=1 to find the kernel.",
+             message=r"unspecified launch failure", after_training=True),
     RootRule("MR-ROOT-002", F, "An internal assertion of PyTorch or a library failed",
              "Report it upstream with the repro; try another release of the library.",
              message=r"INTERNAL ASSERT FAILED|please report a bug to PyTorch|"
@@ -272,6 +279,13 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "training.", message=r"num_samples should be a positive integer value, but got "
              r"num_samples=0|(?i:dataset is empty|found 0 (?:files|images|samples)|"
              r"no (?:images|samples|files) (?:were )?found)"),
+    # the default collate stacking samples of different sizes (variable-length audio or
+    # text, images not resized to one shape): the samples, not the model
+    RootRule("MR-ROOT-114", D, "The samples of a batch differ in size, so the batch cannot be "
+             "stacked", "Give every sample one size in the dataset's transform (resize, crop, "
+             "pad, trim audio to a fixed length), or batch them with a collate_fn that pads "
+             "(or batch_size=1 to find the odd sample).",
+             message=r"stack expects each tensor to be equal size[,.] but got"),
     # BatchNorm in training mode on a batch of one sample (the last batch of an epoch)
     RootRule("MR-ROOT-087", C, "A batch of one sample reached BatchNorm in training (the "
              "epoch's last, or a batch size of 1)", "Drop the incomplete last batch "
@@ -309,11 +323,13 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
 ROOT_RULES: tuple[RootRule, ...] = EVIDENCE_RULES + PLACE_RULES
 
 
-def root_of(failure: Failure) -> RootRule | None:
+def root_of(failure: Failure, *, trained: bool = False) -> RootRule | None:
     """The first root rule that matches the failure (its root None where that evidence does
-    not decide), or None where no rule matches."""
+    not decide), or None where no rule matches. `trained`: the log shows the run trained for
+    a while before it failed."""
     if not failure.exc_type and failure.kind is FailureKind.EXCEPTION:
         return None  # a traceback cut before its exception line
     text = failure.headline + "\n" + failure.text[-2000:]
     in_worker = "DataLoader worker" in failure.text or "_worker_loop" in failure.text
-    return next((rule for rule in ROOT_RULES if rule.matches(failure, text, in_worker)), None)
+    return next((rule for rule in ROOT_RULES
+                 if rule.matches(failure, text, in_worker, trained)), None)

@@ -105,10 +105,12 @@ PLACE_RULES: tuple[RootRule, ...] = (
              "was written for (the repo's requirements), or port the attribute to the installed "
              "API (the message's 'Did you mean' names it where Python knows).",
              types=("AttributeError",),
-             message=r"'(?:\w*Trainer|Accelerator|\w*Arguments|\w*Config|\w*Tokenizer(?:Fast)?|"
-                     r"\w*Processor|\w*Pipeline|DeepSpeedEngine|\w*LR[Ss]cheduler|\w*Optimizer|"
-                     r"\w*Strategy|\w*Callback|\w*DataModule|LightningModule|"
-                     r"_\w+DataLoaderIter)' object has no attribute"),
+             # (the object, or its class: `type object 'Trainer' has no attribute
+             # 'add_argparse_args'`, a classmethod Lightning 2.0 dropped)
+             message=r"(?:type object )?'(?:\w*Trainer|Accelerator|\w*Arguments|\w*Config|"
+                     r"\w*Tokenizer(?:Fast)?|\w*Processor|\w*Pipeline|DeepSpeedEngine|"
+                     r"\w*LR[Ss]cheduler|\w*Optimizer|\w*Strategy|\w*Callback|\w*DataModule|"
+                     r"LightningModule|_\w+DataLoaderIter)'(?: object)? has no attribute"),
     # a tensor asked for an attribute that today's torch.Tensor has (`.T`, `.mT`,
     # `.nan_to_num`): the code was written for a newer torch than the one installed
     RootRule("MR-ROOT-096", E, "The code uses a tensor attribute that the installed torch is "
