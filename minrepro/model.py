@@ -89,9 +89,8 @@ _STDLIB = lazy(r"[\\/]lib[\\/]python\d(?:\.\d+)?[\\/]|^<frozen |[\\/]Lib[\\/][^\
 _DISTRIBUTION = lazy(r"(?:-\d[^\\/]*)?(?:\.egg|\.py)?$")
 # an unpacked release of a library run from its source tree: `.../detectron2-0.3/detectron2/...`
 _RELEASE_TREE = lazy(r"[\\/]([A-Za-z_]\w*)-v?\d+(?:\.\w+)+[\\/]\1[\\/]")
-# code a library downloads and runs: a Hub model's own modelling/tokenizer code
-# (`trust_remote_code`: `~/.cache/huggingface/modules/transformers_modules/<model>/...`) and a
-# torch.hub checkout (`~/.cache/torch/hub/<owner>_<repo>_<ref>/...`): not the user's code
+# code a library downloads and runs, not the user's: a Hub model's remote code
+# (`~/.cache/huggingface/modules/transformers_modules/<model>/`), a torch.hub checkout
 _DOWNLOADED = lazy(r"[\\/](?:huggingface[\\/]modules[\\/](transformers_modules)|"
                    r"torch[\\/](hub))[\\/]")
 
