@@ -55,7 +55,6 @@ def _emit(node: dict) -> str:
 # literals costs as much as testing a few hundred short lines one word at a time, so a short
 # log (and the start of every log) never pays for it.
 NAIVE_CALLS = 256
-_DUE = re.compile("(?!)")  # `_TrieWhenDue.pattern(compile_when_due=False)`: the phase is over
 TRIE_LINES = 4000  # then a hyperscan scanner, where installed, is built and used
 
 
@@ -67,17 +66,19 @@ class _TrieWhenDue:
         self.words = words
         self.naive_left = naive_calls
 
-    def pattern(self, *, compile_when_due: bool = True) -> re.Pattern[str] | None:
-        """The trie, or None: test this text word by word (a text it tests counts towards
-        the word-by-word phase). `compile_when_due=False` only says whether that phase is
-        over: the trie itself where it is compiled already, else any true value."""
-        found = _TRIES.get(self.words)
-        if found is None:
-            if self.naive_left > 0:
-                self.naive_left -= 1
-                return None
-            found = _compiled_trie(self.words) if compile_when_due else _DUE
-        return found
+    def due(self) -> bool:
+        """Whether the word-by-word phase is over (at once where this process compiled the
+        trie already); a text asked about during it counts towards it."""
+        if self.words in _TRIES:
+            return True
+        if self.naive_left > 0:
+            self.naive_left -= 1
+            return False
+        return True
+
+    def pattern(self) -> re.Pattern[str] | None:
+        """The trie, or None: test this text word by word."""
+        return _compiled_trie(self.words) if self.due() else None
 
 
 class LiteralSet:
@@ -122,17 +123,15 @@ class LiteralSet:
             if self._present is not None:
                 return self._present(text)
         if self._pattern is None:
+            if not self._trie.due():
+                return [word for word in self.words if word in text]
             if self.words not in _TRIES and not _hyperscan_used():
-                # past the word-by-word phase and where hyperscan is not used, an Aho-Corasick
-                # automaton builds faster than the trie compiles, and searches faster
-                if self._trie.pattern(compile_when_due=False) is None:
-                    return [word for word in self.words if word in text]
+                # where hyperscan is not used, an Aho-Corasick automaton builds faster than
+                # the trie compiles, and searches faster
                 self._present = _scanner(self.words)
                 if self._present is not None:
                     return self._present(text)
-            self._pattern = self._trie.pattern()
-            if self._pattern is None:
-                return [word for word in self.words if word in text]
+            self._pattern = _compiled_trie(self.words)
         self._trie_left -= 1
         if self._trie_left < 0:
             self._present = _scanner(self.words) or self._trie_present
