@@ -72,8 +72,9 @@ CONFIG_RULES: tuple[RootRule, ...] = (
     # whose config.json names no model_type (transformers): the name or path in the config
     RootRule("MR-ROOT-113", C, "The model name the job asks for is not one the library knows",
              "Check the model name in the config against the library's list (timm."
-             "list_models('pattern'), the registry's names); a model newer than the installed "
-             "release needs an upgrade.", types=("RuntimeError", "KeyError", "ValueError"),
+             "list_models('pattern')), or point at a folder whose config.json names its "
+             "model_type; a model newer than the installed release needs an upgrade.",
+             types=("RuntimeError", "KeyError", "ValueError"),
              message=r"Unknown model \(|Unrecognized model in \S+\. Should have a "
                      r"`model_type` key"),
     RootRule("MR-ROOT-031", C, "A config key is missing or wrong",
