@@ -302,6 +302,8 @@ def test_a_healthy_run_gets_no_root() -> None:
      "/env/site-packages/transformers/utils/hub.py", "config"),
     ("ValueError: num_samples should be a positive integer value, but got num_samples=0",
      "/env/site-packages/torch/utils/data/sampler.py", "data"),
+    ("AssertionError: datasets should not be an empty iterable",
+     "/env/site-packages/torch/utils/data/dataset.py", "data"),
     ("RuntimeError: function MyFnBackward returned an incorrect number of gradients "
      "(expected 2, got 1)", "/env/site-packages/torch/autograd/__init__.py", "code"),
     ("RuntimeError: torch/csrc/autograd/input_buffer.cpp:14: add: Assertion `pos >= 0 && "

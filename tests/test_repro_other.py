@@ -137,3 +137,22 @@ def test_log_text_never_becomes_code() -> None:
         text = render_repro(diagnosis(cause, "default", hostile))
         assert imported_modules(ast.parse(text)) <= set(sys.stdlib_module_names) | {"torch"}
         assert "shutil" not in {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
+
+
+def test_a_version_check_of_a_call_whose_package_the_log_does_not_name(tmp_path) -> None:  # noqa: ANN001
+    """`UnetDecoder.__init__() got an unexpected keyword argument 'center'` names a class, not
+    its package: the check says to name it with --package, and checks it once named."""
+    import subprocess
+    params = {"callable": "JSONDecoder.__init__", "keyword": "center"}
+    path = write_script(render_repro(diagnosis("version_incompatibility", "keyword", params)),
+                        tmp_path / "check.py")
+
+    def run(*flags: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(path), "--device", "cpu", *flags],
+                              capture_output=True, text=True, timeout=TIMEOUT)
+
+    unnamed = run()  # torch, where a bare call names no package: no JSONDecoder there
+    assert unnamed.returncode == 125 and "--package NAME" in unnamed.stdout
+    named = run("--package", "json")
+    assert named.returncode == 1 and "REPRODUCED" in named.stdout
+    assert run("--package", "json", "--fixed").returncode == 0

@@ -487,6 +487,20 @@ def test_a_grid_index_past_its_size_while_building_targets_is_the_annotations() 
       "signal: {sigval}\", sigval=sigval)"),
      "torch.distributed.elastic.multiprocessing.api.SignalException: Process 12152 got "
      "signal: 1", "MR-ROOT-110", "config"),
+    # a config library looking up a key the config file lacks (mmaction2's data_prefix)
+    (("/env/lib/python3.8/site-packages/mmengine/config/config.py", "__missing__",
+      "raise KeyError(name)"), "KeyError: 'img'", "MR-ROOT-117", "config"),
+    (("/env/lib/python3.8/site-packages/mmcv/utils/config.py", "__getattr__",
+      "raise ex"), "AttributeError: 'ConfigDict' object has no attribute 'pretrained'",
+     "MR-ROOT-117", "config"),
+    # torch.save's zip writer on a full disk (w44: the next start fails on the cut checkpoint)
+    (("/env/lib/python3.11/site-packages/torch/serialization.py", "_save",
+      "zip_file.write_record(name, storage, num_bytes)"),
+     "RuntimeError: basic_ios::clear: iostream error", "MR-ROOT-013", "environment"),
+    (("/env/lib/python3.11/site-packages/torch/serialization.py", "__exit__",
+      "self.file_like.write_end_of_file()"),
+     "RuntimeError: [enforce fail at inline_container.cc:672] . unexpected pos 2351234560 vs "
+     "2351234448", "MR-ROOT-013", "environment"),
 ])
 def test_root_rules_of_the_settings_and_the_machine(frame: tuple[str, str, str], exc: str,
                                                      rule: str, root: str) -> None:
@@ -678,3 +692,73 @@ def test_an_unspecified_launch_failure_after_training_is_the_card() -> None:
     late = diagnose(trained + crash)
     assert (late.rule_id, late.root.value) == ("MR-ROOT-115", "hardware")
     assert diagnose(crash).rule_id != "MR-ROOT-115"
+
+
+@pytest.mark.parametrize(("frames", "exc", "param"), [
+    # a keyword the installed release does not take, raised at the user's call (w44, c49)
+    ((("/srv/app/models/unet.py", "__init__", "self.decoder = smp.decoders.UnetDecoder("),),
+     "TypeError: UnetDecoder.__init__() got an unexpected keyword argument 'center'",
+     ("keyword", "center")),
+    # a module attribute moved in the installed release, read at the user's import
+    ((("/srv/app/models/backbone.py", "<module>",
+       "class SparseBasicBlock(spconv.SparseModule):"),),
+     "AttributeError: module 'spconv' has no attribute 'SparseModule'", ("symbol", "SparseModule")),
+])
+def test_a_version_rules_placement_corroborates_a_weak_version_finding(
+        frames: tuple[tuple[str, str, str], ...], exc: str, param: tuple[str, str]) -> None:
+    """Alone the message is too weak to name the cause (a user's own class refuses keywords
+    too); the version root rule reading the same exception line names it."""
+    diagnosis = diagnose(tb(*frames, exc=exc))
+    assert diagnosis.cause == "version_incompatibility" and diagnosis.root.value == "environment"
+    assert diagnosis.params[param[0]] == param[1] and diagnosis.rule_id == "MR-ENV-003"
+    assert 0.5 <= diagnosis.confidence < 0.8
+
+
+@pytest.mark.parametrize("code", ["model = ResNetHead(dropout=0.1)",
+                                  "self.mamba = Mamba(d_model, bimamba=True)",
+                                  "head = self.ResNetHead(dropout=0.1)"])
+def test_a_keyword_refused_by_a_class_not_called_through_a_module_is_no_version_break(
+        code: str) -> None:
+    """A bare name may be the repo's own class: the placement stays environment's guess
+    (MR-ROOT-018) without naming the cause."""
+    name = "Mamba" if "Mamba" in code else "ResNetHead"
+    diagnosis = diagnose(tb(("/srv/app/train.py", "<module>", code),
+                            exc=f"TypeError: {name}.__init__() got an unexpected keyword argument"
+                                " 'dropout'"))
+    assert diagnosis.cause is None and diagnosis.rule_id == "MR-ROOT-018"
+
+
+def test_a_weak_version_sign_away_from_the_failure_is_not_corroborated() -> None:
+    """The version rule matches the first failure; a version message elsewhere (a warning
+    earlier in the log) is not that failure's reading, and adds nothing to it."""
+    log = ("WARNING: module 'torchvision' has no attribute 'datapoints' (ignored)\n"
+           + "epoch 1 loss 2.3\n" * 5
+           + tb(("/srv/app/train.py", "train", "batch = next(it)"),
+                exc="TypeError: Mamba.__init__() got an unexpected keyword argument 'bimamba'")
+           .replace("Mamba.__init__() got an unexpected keyword argument 'bimamba'",
+                    "'NoneType' object is not iterable"))
+    assert diagnose(log).cause is None
+
+
+@pytest.mark.parametrize(("code", "root", "rule"), [
+    # the author's check of the data: two lists of one length, a tensor free of NaN
+    ("assert len(gold_label_list) == len(pred_label_list)", "data", "MR-ROOT-116"),
+    ("assert (rpn_bbox_pred == rpn_bbox_pred).all()", "data", "MR-ROOT-116"),
+    ("assert num_mutants == len(merge), 'Some mutants were dropped'", "data", "MR-ROOT-116"),
+    # ... of a setting: the settings' rule
+    ("assert args.batch_size % args.world_size == 0", "config", "MR-ROOT-034"),
+    # ... of its own values: the code's
+    ("assert N == self.num_patches", "code", "MR-ROOT-040"),
+])
+def test_an_assert_of_the_training_code_is_its_check_of_what_it_was_given(
+        code: str, root: str, rule: str) -> None:
+    diagnosis = diagnose(tb(("/srv/app/train.py", "train", code), exc="AssertionError"))
+    assert (diagnosis.rule_id, diagnosis.root.value) == (rule, root)
+
+
+def test_an_assert_in_a_library_is_not_the_users_check() -> None:
+    lib = ("/env/lib/python3.10/site-packages/mmcv/ops/nms.py", "nms",
+           "assert boxes.size(1) == 4")
+    diagnosis = diagnose(tb(("/srv/app/train.py", "train", "keep = nms(boxes, scores)"), lib,
+                            exc="AssertionError"))
+    assert diagnosis.rule_id != "MR-ROOT-116"

@@ -35,6 +35,7 @@ THRESHOLD = 0.5  # the least confidence at which a cause is named
 EXPLAINED_SHARE = 0.5  # what a finding keeps of its score when another explains it, or it
 #: is the cascade of a crash
 MAX_EVIDENCE = 8
+CORROBORATION = 0.25  # what a root rule's placement adds to a weak finding of its cause
 
 _SIGNALS = {2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
 _DTYPES = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16",
@@ -62,6 +63,8 @@ def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Dia
     merged = _rank(_damp(_merge(findings),
                          context.first_failure if context.first_is_failure else None))
     merged = [f for f in merged if f.score > 0]  # a pure veto names no alternative
+    if merged and merged[0].score < THRESHOLD:
+        merged = _rank(_corroborated(merged, context))
     alternatives = tuple(Alternative(f.cause, f.category, f.score) for f in merged[1:4])
     if not merged or merged[0].score < THRESHOLD:
         return _undiagnosed(merged, alternatives, context)
@@ -84,6 +87,23 @@ def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Dia
         root=root_of_cause(best, rule, context), cascade=context.cascade,
         warnings=context.warnings,
     )
+
+
+def _corroborated(findings: list[Finding], context: Context) -> list[Finding]:
+    """A finding too weak alone, on the first failure's own lines, of the cause the failure's
+    root rule says its placement is evidence of (a keyword refused at a call into a library:
+    the version rule's match and the signal's are two readings of one exception) gains
+    CORROBORATION."""
+    first = context.first_failure
+    if first is None or not context.first_is_failure:
+        return findings
+    rule = root_of(first, trained=len(context.loss_curve) >= TRAINED_POINTS)
+    if rule is None or not rule.corroborates:
+        return findings
+    return [replace(f, score=min(round(f.score + CORROBORATION, 3), 0.99))
+            if f.cause == rule.corroborates
+            and any(first.first_line <= e.line <= first.line for e in f.evidence) else f
+            for f in findings]
 
 
 def _undiagnosed(merged: list[Finding], alternatives: tuple[Alternative, ...],

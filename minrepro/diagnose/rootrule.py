@@ -25,6 +25,7 @@ IMPORT = "import"  # raised while an installed package was being imported (its m
 # a library's own code asking its own object (`self.oft_diag`) for the attribute the message
 # says is missing: the library's objects do not fit its own code (a bug, or a half upgrade)
 OWN = "own"
+VERSION = "version_incompatibility"  # the cause the version rules' placements corroborate
 _MISSING = lazy(r"has no attribute '(\w+)'")
 #: Where the API name lists a rule may name (`api="tensor_api"`) are kept, one name a line.
 API_DIR = Path(__file__).parent
@@ -53,6 +54,10 @@ class RootRule:
     # only where the log shows the run trained before it failed (the same kernels ran for
     # hours, then one failed: the card, not the code)
     after_training: bool = False
+    # a cause this placement is evidence of: a finding of it on the failure's own lines that
+    # is too weak alone gains CORROBORATION (a keyword refused at a library call, and the
+    # version rule's own match on the same exception line)
+    corroborates: str = ""
 
     def matches(self, failure: Failure, text: str, in_worker: bool,
                 trained: bool = False) -> bool:

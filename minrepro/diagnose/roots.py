@@ -9,7 +9,7 @@ and minrepro says so rather than guess.
 
 from __future__ import annotations
 
-from minrepro.diagnose.rootrule import CALLER, IMPORT, LIBRARY, RootRule
+from minrepro.diagnose.rootrule import CALLER, IMPORT, LIBRARY, VERSION, RootRule
 from minrepro.diagnose.roots_config import CONFIG_RULES
 from minrepro.diagnose.roots_place import PLACE_RULES
 from minrepro.model import Failure, FailureKind, RootClass
@@ -79,7 +79,8 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "Install the version the code was written for (see the repo's requirements).",
              types=("ImportError",),
              message=r"cannot import name|No module named|requires the \S+ library|"
-                     r"undefined symbol|version `GLIBC|\.so[.\d]*: cannot open shared"),
+                     r"undefined symbol|version `GLIBC|\.so[.\d]*: cannot open shared",
+             corroborates=VERSION),
     RootRule("MR-ROOT-075", E, "A registry lacks the model or module the config names: the "
              "installed package is not the release (or the repo's fork) that registers it",
              "Install the release, or the repo's own modified copy (pip install -e . in it), "
@@ -98,7 +99,8 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "code was written for (the repo's requirements), or update the super().__init__ "
              "call to the installed signature.", types=("TypeError",), scope="raise",
              message=r"(?s)(?:takes \d+ positional arguments? but \d+ (?:were|was) given|missing "
-                     r"\d+ required).*\bsuper\([^)]*\)\.__init__\("),
+                     r"\d+ required).*\bsuper\([^)]*\)\.__init__\(",
+             corroborates=VERSION),
     # raised at the call, in the caller's frame (or no frame printed): the caller's own call
     # does not fit (a library's internal call that does not fit is MR-ROOT-012's)
     RootRule("MR-ROOT-051", K, "A call does not fit the signature of what it calls",
@@ -114,7 +116,8 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "with the repo's requirements.", types=("TypeError", "AttributeError"),
              message=r"module '[\w.]+' has no attribute|"
                      r"got multiple values for argument|takes \d+ positional arguments? but "
-                     r"\d+ (?:were|was) given", raised_in=LIBRARY),
+                     r"\d+ (?:were|was) given", raised_in=LIBRARY,
+             corroborates=VERSION),
     # a Trainer subclass's hook written for an older release, called with the newer signature
     # (transformers 4.46 passes num_items_in_batch to training_step and compute_loss)
     RootRule("MR-ROOT-104", E, "A Trainer hook the code overrides has the signature of an "
@@ -124,9 +127,19 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              message=r"\w*Trainer\.(?:training_step|compute_loss|prediction_step|"
                      r"evaluation_loop|log)\(\) (?:takes \d+ positional arguments? but \d+ "
                      r"(?:were|was) giv|got an unexpected keyword argument "
-                     r"'num_items_in_batch')"),
+                     r"'num_items_in_batch')",
+             corroborates=VERSION),
     # Python raises a bad keyword in the caller's frame: the user's code, calling a library
     # (`TrainingArguments.__init__() got an unexpected keyword argument 'evaluation_strategy'`)
+    # ... called through its module (`smp.decoders.unet.decoder.UnetDecoder(`, `torch.load(`):
+    # the callee is the library's, not a class of the repo's own that the call does not fit
+    RootRule("MR-ROOT-118", E, "A call into a library's module passes a keyword its installed "
+             "version does not take", "Pin the versions the code was written for (pip install "
+             "'pkg==X'), or rename the keyword as the library's changelog says.",
+             types=("TypeError",), scope="raise",
+             message=r"\b(\w+)(?:\.__init__)?\(\) got an unexpected keyword argument[^\n]*\n"
+                     r".*?\b(?!self\.)[A-Za-z_]\w*(?:\.\w+)*\.\1\s*\(",
+             corroborates=VERSION),
     RootRule("MR-ROOT-018", E, "A library call passes a keyword its installed version does "
              "not take", "Pin the versions the code was written for (pip install 'pkg==X'), "
              "or rename the keyword as the library's changelog says.", types=("TypeError",),
@@ -139,11 +152,13 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
                      # a model type newer than the installed transformers
                      r"Transformers does not recognize this architecture|"
                      # a repo's own version check: `MMCV==1.3.1 is used but incompatible`
-                     r"is used but incompatible|please install [\w.-]+ ?[<>=]="),
+                     r"is used but incompatible|please install [\w.-]+ ?[<>=]=",
+             corroborates=VERSION),
     RootRule("MR-ROOT-016", E, "An installed module lacks an attribute the code uses",
              "The module's version (or build: torch without distributed, without CUDA) is not "
              "the one the code expects; install the one it needs.",
-             types=("AttributeError",), message=r"module '[\w.]+' has no attribute"),
+             types=("AttributeError",), message=r"module '[\w.]+' has no attribute",
+             corroborates=VERSION),
     RootRule("MR-ROOT-050", E, "A Triton kernel does not compile with the installed Triton",
              "Install the Triton release the kernel was written for (the one the repo or "
              "flash-attn pins), or use the kernel's non-Triton path.",
@@ -165,7 +180,9 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "the job writes to.",
              message=r"No space left on device|Disk quota exceeded|file write failed|"
                      r"write\(\): fd \d+ failed|failed with Input/output error|"
-                     r"\[Errno 5\] Input/output error"),
+                     r"\[Errno 5\] Input/output error|"
+                     # torch.save's zip writer when the disk fills under it
+                     r"basic_ios::clear: iostream error|unexpected pos \d+ vs \d+"),
     RootRule("MR-ROOT-014", E, "The CUDA driver, runtime or build does not fit",
              "Install a torch build for this driver and GPU (see pytorch.org/get-started).",
              message=r"(?i)CUDA driver version is insufficient|no kernel image|"
@@ -277,7 +294,8 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
     RootRule("MR-ROOT-024", D, "The data set is empty (no samples were found or left after "
              "filtering)", "Check the data path and the filters; print len(dataset) before "
              "training.", message=r"num_samples should be a positive integer value, but got "
-             r"num_samples=0|(?i:dataset is empty|found 0 (?:files|images|samples)|"
+             r"num_samples=0|datasets should not be an empty iterable|"
+             r"(?i:dataset is empty|found 0 (?:files|images|samples)|"
              r"no (?:images|samples|files) (?:were )?found)"),
     # the default collate stacking samples of different sizes (variable-length audio or
     # text, images not resized to one shape): the samples, not the model

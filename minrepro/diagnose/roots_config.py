@@ -8,7 +8,7 @@ they are tried. `roots.py` joins the tables and decides.
 from __future__ import annotations
 
 from minrepro.diagnose.extract.kills import BATCH_REPORT
-from minrepro.diagnose.rootrule import RootRule
+from minrepro.diagnose.rootrule import LIBRARY, RootRule
 from minrepro.model import RootClass
 
 C, E, K = RootClass.CONFIG, RootClass.ENVIRONMENT, RootClass.CODE
@@ -84,6 +84,14 @@ CONFIG_RULES: tuple[RootRule, ...] = (
                     "InterpolationResolutionError", "ValidationError",
                     "ConfigCompositionException", "OverrideParseException",
                     "MissingConfigException")),
+    # a config library's own lookup of a key the config does not hold (OpenMMLab's Config
+    # and ConfigDict, addict / easydict dicts, a yacs CfgNode): the config file's, not the code's
+    RootRule("MR-ROOT-117", C, "The config lacks a key the code reads",
+             "Add the key the message names to the config file (or the base config it "
+             "inherits), or use the config version the code was written for.",
+             types=("KeyError", "AttributeError"), raised_in=LIBRARY,
+             packages=("mmengine", "mmcv", "addict", "easydict", "yacs", "ml_collections"),
+             function=r"__missing__|__getattr__|__getitem__"),
     RootRule("MR-ROOT-036", C, "Hydra refused the config or an override",
              "Check the override against the config groups (`python train.py --help`).",
              message=r"Could not override '|Key '[^']+' is not in struct|"

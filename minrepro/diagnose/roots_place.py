@@ -4,7 +4,7 @@ repo's own code, a library refusing what that code handed it, torch's own assert
 
 from __future__ import annotations
 
-from minrepro.diagnose.rootrule import CALLED, CALLER, LIBRARY, OWN, USER, RootRule
+from minrepro.diagnose.rootrule import CALLED, CALLER, LIBRARY, OWN, USER, VERSION, RootRule
 from minrepro.model import RootClass
 
 # a RuntimeError that says this is no tensor operation refusing its inputs: the GPU, the
@@ -131,7 +131,8 @@ PLACE_RULES: tuple[RootRule, ...] = (
              "library's version does not have", "Install versions that fit each other (the "
              "pairs the repo's requirements pin; upgrade the one named in the message).",
              types=("AttributeError",), raised_in=LIBRARY,
-             message=r"^(?:[\w.]+\.)?AttributeError: '[A-Z]\w*' object has no attribute"),
+             message=r"^(?:[\w.]+\.)?AttributeError: '[A-Z]\w*' object has no attribute",
+             corroborates=VERSION),
     # last: a library refusing what the user's code handed it (a value of the wrong kind, a
     # name registered twice, an eval-mode module asked for a backward); settings, versions and
     # data that explain such a refusal are the rules above
@@ -182,6 +183,17 @@ PLACE_RULES: tuple[RootRule, ...] = (
                       r"preprocess|process|convert|collate)_?\w*(?:corpus|roidb|dataset|data|"
                       r"annotations?|anno|labels?|samples?|images?|examples?|records|gt|targets?|"
                       r"split)s?|\w*(?:roidb|dataset|corpus|annotations?)\w*"),
+    # any other assert of the repo's own code that checks the data it was given (settings
+    # are MR-ROOT-034's): two lists of one length, no NaN in a tensor (x == x), the labels or
+    # samples it expects; one about its own values (`loss.dim() == 0`) stays the code's
+    RootRule("MR-ROOT-116", D, "An assertion of the training code about its data failed",
+             "Print what the assertion compares (its line in the traceback) for the batch or "
+             "sample it stopped on: the data does not hold what the code expects (lengths that "
+             "agree, finite values, the labels or ids it knows).", types=("AssertionError",),
+             raised_in=USER, scope="raise",
+             message=r"(?i)\blen\(|\b(?:labels?|targets?|gt|annotations?|anno|samples?|dataset|"
+                     r"data|images?|imgs?|tokens?|vocab|class(?:es)?|isnan|isfinite)\b|"
+                     r"\b(\w+(?:\.\w+)*)\s*==\s*\1\b"),
     RootRule("MR-ROOT-040", K, "An error in the training code itself",
              "Read the innermost frame of your code in the traceback: the bug is there.",
              types=("TypeError", "AttributeError", "NameError", "UnboundLocalError",
