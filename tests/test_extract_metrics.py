@@ -385,3 +385,34 @@ def test_a_phase_named_alone_before_a_decimal_is_its_loss(text: str, expected: d
     got = {k: v for k, v in (record.values if record else ()) if k in ("loss", "eval_loss")}
     assert got == expected
 
+
+
+@pytest.mark.parametrize("text", [
+    "Loading EveryVoice modules: 100%|██████████| 4/4 [00:15<00:00,  3.85s/it]",
+    "Loading checkpoint shards: 100%|██████████| 3/3 [00:05<00:00,  1.84s/it]",
+    "Downloading (…)model.safetensors: 100%|██████████| 2/2 [00:30<00:00, 15.1s/it]",
+    "Map (num_proc=4): 100%|██████████| 400/400 [00:15<00:00,  26.5it/s]",
+    "Tokenizing train split: 100%|██████████| 9/9 [00:01<00:00,  7.2it/s]",
+])
+def test_a_set_up_tasks_progress_bar_is_no_training_record(text: str) -> None:
+    """Other ranks load their modules while one has already failed: their bars are no step."""
+    assert not MetricExtractor().feed(Line(line=1, text=text))
+
+
+def test_a_training_bars_rate_is_kept_whatever_its_description() -> None:
+    for text in ("100%|██████████| 400/400 [00:15<00:00,  3.85it/s]",
+                 "Training: 100%|██████████| 400/400 [00:15<00:00,  3.85it/s]",
+                 "Epoch 3: 100%|██████████| 4/4 [00:15<00:00,  3.85s/it, loss=0.5]"):
+        (record,) = MetricExtractor().feed(Line(line=1, text=text))
+        assert record.get("throughput") is not None
+
+
+def test_a_failure_then_other_ranks_loading_bars_is_still_the_end_of_the_run() -> None:
+    """d8 cuda_oom__01's shape: the OOM, then the other ranks' set-up bars, then srun's exits."""
+    from tests.test_failures import diagnose
+    oom = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 112.00 MiB. GPU 2 has a"
+           " total capacity of 15.78 GiB of which 27.19 MiB is free.")
+    bars = "\n".join(f"Loading modules: 100%|██████████| 4/4 [00:15<00:00,  3.{n}5s/it]"
+                     for n in range(4))
+    diagnosis = diagnose(f"{oom}\n{bars}\nsrun: error: node-2: task 4: Exited with exit code 1\n")
+    assert diagnosis.cause == "cuda_oom"

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from minrepro.diagnose.extract import tables
 from minrepro.diagnose.extract.metricnames import STEP_KEYS, bare_phase, normalise
 from minrepro.diagnose.extract.objects import ObjectLines
+from minrepro.diagnose.extract.progress import training_rate
 from minrepro.diagnose.extract.units import FLOAT, is_finite
 from minrepro.diagnose.literals import any_of
 from minrepro.model import Line, MetricRecord
@@ -71,7 +72,6 @@ _PAIR = lazy(
     rf"(?:\s?(?P<unit>ms|MiB|MB|GiB|GB)\b|(?P<letter>[smMG%]))?"
     r"(?!\.?[\w/\-]|:\d)")
 _DICT_PAIR = lazy(rf"['\"](?P<key>[^'\"]{{1,60}})['\"]\s*[:：]\s*['\"]?{_VALUE}['\"]?")
-_THROUGHPUT = lazy(r"(\d+(?:\.\d+)?)\s?(it/s|s/it)")
 _TIME_AFTER = lazy(r"\s+\d{1,2}:\d\d")
 _FRACTION = lazy(r"(?<![\d/.:])(\d+)/\s*(\d+)(?![\d/.:])")
 #: The PyTorch CIFAR tutorial: `[2,  2400] loss: 1.209` is [epoch, batch].
@@ -288,7 +288,9 @@ def parse_metrics(text: str, line: Line) -> MetricRecord | None:
             break
     if is_dict and "train_runtime" in text:
         values.pop("loss", None)  # the Trainer's end-of-run summary averages the whole run
-    _take_throughput(text, values)
+    rate = training_rate(text)
+    if rate is not None:
+        values.setdefault("throughput", rate)
     if "epoch" not in values and ("poch" in text or "Ep" in text):
         epoch = _EPOCH.search(text)
         if epoch:
@@ -344,18 +346,6 @@ def _in_base_unit(name: str, value: float, unit: str | None) -> float:
     if name in ("memory_mb", "rss_mb") and unit in ("G", "GB", "GiB"):
         return value * 1024.0
     return value
-
-
-def _take_throughput(text: str, values: dict[str, float]) -> None:
-    if "it/s" not in text and "s/it" not in text:
-        return
-    match = _THROUGHPUT.search(text)
-    if match is None:
-        return
-    rate = float(match[1])
-    if match[2] == "s/it":
-        rate = 1.0 / rate if rate else float("inf")
-    values.setdefault("throughput", rate)
 
 
 def _take_counted_share(text: str, values: dict[str, float]) -> None:
