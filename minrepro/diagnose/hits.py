@@ -66,7 +66,8 @@ def finding_of(rule: Rule, states: dict[int, SignalState]) -> Finding | None:
         evidence=_evidence(states, counted, rule), params=_params(rule, states, ordered),
         severity=rule.signals[best].severity, variant=variant, cascade=rule.cascade,
         supersedes=rule.supersedes,
-        kept_share=_kept_share(rule.signals, [s for s in counted if s in against]),
+        kept_share=1.0 if any(rule.signals[s].decisive for s in primary)
+        else _kept_share(rule.signals, [s for s in counted if s in against]),
     )
 
 

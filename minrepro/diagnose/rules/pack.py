@@ -22,6 +22,8 @@ A rule file looks like::
         variant: hf_buffer           # the repro variant this evidence points to
         exceeds: [seq_len, max_positions]  # optional: a hit only where the first group's
                                            # number is larger than the second's
+        decisive: true               # optional, a primary that says why the run died:
+                                     # 'against' signals take nothing off its finding
     examples: {match: [...], no_match: [...]}   # single lines for the regexes alone
     cases:                         # named logs run through the whole diagnose path
       - name: bert-long-input
@@ -56,7 +58,7 @@ _RULE_KEYS = {"id", "cause", "category", "root", "variant_roots", "variant_fixes
               "explanation", "fix",
               "references", "params", "signals", "examples", "cases", "cascade", "supersedes"}
 _SIGNAL_KEYS = {"name", "pattern", "hint", "requires", "weight", "role", "severity", "within",
-                "variant", "ignore_case", "exceeds"}
+                "variant", "ignore_case", "exceeds", "decisive"}
 _CASE_KEYS = {"name", "log", "cause", "params"}
 _REQUIRED = ("id", "cause", "category", "title", "explanation", "fix", "signals")
 ID = lazy(r"MR-(?:MEM|CONV|SPD|PREC|ENV|PROG|DIST|HW|ROOT|USR|MON)-\d{3}")
@@ -82,6 +84,10 @@ class Signal:
     # (larger, smaller): a match counts only where the number the first named group captured
     # is larger than the second's (a sequence of 8 never overflows a table of 1024)
     exceeds: tuple[str, str] | None = None
+    # a primary that says outright why the run died (SLURM: "exceeded memory limit ...,
+    # being killed"): the rule's 'against' signals (the cancel line that kill prints) take
+    # nothing off a finding it is counted in
+    decisive: bool = False
 
     def holds(self, groups: dict[str, str]) -> bool:
         """Whether a match's groups keep the signal's number relation (none: always)."""
@@ -276,7 +282,8 @@ class _RuleChecker(Checker):
             hints=tuple(w.lower() for w in self.words(raw, "hint", key)), weight=float(weight),
             role=self.choice(raw, "role", Role, Role.PRIMARY, key),
             severity=self.choice(raw, "severity", Severity, Severity.CRASH, key), within=within,
-            variant=variant, requires=tuple(w.lower() for w in self.words(raw, "requires", key)))
+            variant=variant, requires=tuple(w.lower() for w in self.words(raw, "requires", key)),
+            decisive=self.flag(raw, "decisive", key))
 
     def _cases(self, raw: Any) -> tuple[Case, ...]:
         if not isinstance(raw, list):
