@@ -747,6 +747,9 @@ def test_a_weak_version_sign_away_from_the_failure_is_not_corroborated() -> None
     ("assert num_mutants == len(merge), 'Some mutants were dropped'", "data", "MR-ROOT-116"),
     # ... of a setting: the settings' rule
     ("assert args.batch_size % args.world_size == 0", "config", "MR-ROOT-034"),
+    # ... of two settings that must go together, said in the message
+    ("assert self.queue_size % b == 0, 'queue size should be divisible by batch size'",
+     "config", "MR-ROOT-034"),
     # ... of its own values: the code's
     ("assert N == self.num_patches", "code", "MR-ROOT-040"),
 ])
