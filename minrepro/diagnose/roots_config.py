@@ -241,8 +241,9 @@ CONFIG_RULES: tuple[RootRule, ...] = (
     RootRule("MR-ROOT-034", C, "A required setting is missing or out of range",
              "Check the setting the message names.", types=("ValueError", "KeyError",
                                                            "AssertionError"),
-             message=r"(?i)\bconfig\b|\bcfg\b|\bargs?\.|\boption\b|--\w+|(?:must|should) be (?:set|one of|"
-                     r"positive|divisible)|\bnot supported\b|\binvalid (?:value|argument)\b|"
+             message=r"(?i)\bconfig\b|\bcfg\b|\bargs?\.|\boption\b|--\w+|"
+                     r"(?:must|should) be (?:set|one of|positive|divisible)|\bnot supported\b|"
+                     r"\binvalid (?:value|argument)\b|"
                      # two settings that do not go together
                      r"\bnot compatible with\b|\bincompatible with\b|"
                      r"\bcannot be used (?:together )?with\b|\bmutually exclusive\b|"
