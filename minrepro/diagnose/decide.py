@@ -63,11 +63,13 @@ def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Dia
     merged = _rank(_damp(_merge(findings),
                          context.first_failure if context.first_is_failure else None))
     merged = [f for f in merged if f.score > 0]  # a pure veto names no alternative
-    if merged and merged[0].score < THRESHOLD:
-        merged = _rank(_corroborated(merged, context))
+    placed: RootRule | None = None  # the first failure's root rule, asked only below THRESHOLD
+    if not merged or merged[0].score < THRESHOLD:
+        placed = _placed(context)
+        merged = _rank(_corroborated(merged, context, placed))
     alternatives = tuple(Alternative(f.cause, f.category, f.score) for f in merged[1:4])
     if not merged or merged[0].score < THRESHOLD:
-        return _undiagnosed(merged, alternatives, context)
+        return _undiagnosed(merged, alternatives, context, placed)
     best = merged[0]
     # The rule credited is the one whose finding weighed most; a finding without an id (a
     # hand-made one in a test) gets the first rule of its cause.
@@ -89,16 +91,23 @@ def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Dia
     )
 
 
-def _corroborated(findings: list[Finding], context: Context) -> list[Finding]:
+def _placed(context: Context) -> RootRule | None:
+    """The root rule of the first failure, where there is one (the log's trained length
+    decides the rules that need a run that trained first)."""
+    first = context.first_failure
+    if first is None:
+        return None
+    return root_of(first, trained=len(context.loss_curve) >= TRAINED_POINTS)
+
+
+def _corroborated(findings: list[Finding], context: Context,
+                  rule: RootRule | None) -> list[Finding]:
     """A finding too weak alone, on the first failure's own lines, of the cause the failure's
-    root rule says its placement is evidence of (a keyword refused at a call into a library:
+    root `rule` says its placement is evidence of (a keyword refused at a call into a library:
     the version rule's match and the signal's are two readings of one exception) gains
     CORROBORATION."""
     first = context.first_failure
-    if first is None or not context.first_is_failure:
-        return findings
-    rule = root_of(first, trained=len(context.loss_curve) >= TRAINED_POINTS)
-    if rule is None or not rule.corroborates:
+    if first is None or not context.first_is_failure or rule is None or not rule.corroborates:
         return findings
     return [replace(f, score=min(round(f.score + CORROBORATION, 3), 0.99))
             if f.cause == rule.corroborates
@@ -107,10 +116,11 @@ def _corroborated(findings: list[Finding], context: Context) -> list[Finding]:
 
 
 def _undiagnosed(merged: list[Finding], alternatives: tuple[Alternative, ...],
-                 context: Context) -> Diagnosis:
+                 context: Context, placed: RootRule | None) -> Diagnosis:
+    """No cause named: what failed first, and the root class its root rule (`placed`, or that
+    of the exception chained to it) gives."""
     first = context.first_failure
-    trained = len(context.loss_curve) >= TRAINED_POINTS
-    root_rule = root_of(first, trained=trained) if first is not None else None
+    root_rule = placed
     if first is not None and root_rule is None:
         root_rule = _root_of_what_followed(first, context.cascade)
     last = context.failures[-1] if context.failures else None
