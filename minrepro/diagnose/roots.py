@@ -17,6 +17,9 @@ from minrepro.model import Failure, FailureKind, RootClass
 C, D, K, E, F, H = (RootClass.CONFIG, RootClass.DATA, RootClass.CODE, RootClass.ENVIRONMENT,
                     RootClass.FRAMEWORK, RootClass.HARDWARE)
 
+_KEYWORD_FIX = ("Pin the versions the code was written for (pip install 'pkg==X'), or rename "
+                "the keyword as the library's changelog says.")
+
 EVIDENCE_RULES: tuple[RootRule, ...] = (
     # hardware and framework first: they show in any exception type
     RootRule("MR-ROOT-001", H, "The GPU or its link failed (Xid, ECC, fallen off the bus)",
@@ -134,15 +137,12 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
     # ... called through its module (`smp.decoders.unet.decoder.UnetDecoder(`, `torch.load(`):
     # the callee is the library's, not a class of the repo's own that the call does not fit
     RootRule("MR-ROOT-118", E, "A call into a library's module passes a keyword its installed "
-             "version does not take", "Pin the versions the code was written for (pip install "
-             "'pkg==X'), or rename the keyword as the library's changelog says.",
-             types=("TypeError",), scope="raise",
+             "version does not take", _KEYWORD_FIX, types=("TypeError",), scope="raise",
              message=r"\b(\w+)(?:\.__init__)?\(\) got an unexpected keyword argument[^\n]*\n"
                      r".*?\b(?!self\.)[A-Za-z_]\w*(?:\.\w+)*\.\1\s*\(",
              corroborates=VERSION),
     RootRule("MR-ROOT-018", E, "A library call passes a keyword its installed version does "
-             "not take", "Pin the versions the code was written for (pip install 'pkg==X'), "
-             "or rename the keyword as the library's changelog says.", types=("TypeError",),
+             "not take", _KEYWORD_FIX, types=("TypeError",),
              message=r"(?:__init__|forward|\w+)\(\) got an unexpected keyword argument"),
     RootRule("MR-ROOT-015", E, "The installed library no longer supports what the code uses",
              "Install the version the code was written for, or port the code to the new API.",
