@@ -678,3 +678,37 @@ def test_a_usage_error_before_a_later_ctrl_c_stays_the_failure() -> None:
     diagnosis = diagnose(log)
     assert diagnosis.failure is not None and diagnosis.failure.line == 2
     assert diagnosis.root == "config"
+
+
+def test_a_cxx_abort_is_the_failure_where_nothing_python_failed_first() -> None:
+    diagnosis = diagnose(
+        "Optimizing data/output\n"
+        "terminate called after throwing an instance of 'std::runtime_error'\n"
+        "  what():  /src/tiny-cuda-nn/include/tiny-cuda-nn/multi_stream.h:83 cudaEventRecord("
+        "m_event, m_stream) failed with error an illegal memory access was encountered\n"
+        "Aborted (core dumped)\n")
+    failure = diagnosis.failure
+    assert failure is not None and failure.exc_type == "std::runtime_error"
+    assert "illegal memory access" in failure.message
+
+
+def test_a_cxx_abort_just_after_a_python_exception_is_its_teardown() -> None:
+    diagnosis = diagnose(
+        traceback("RuntimeError: transform: failed to synchronize: cudaErrorECCUncorrectable:"
+                  " uncorrectable ECC error encountered", "/srv/app/train.py") +
+        "terminate called after throwing an instance of 'c10::Error'\n"
+        "  what():  CUDA error: uncorrectable ECC error encountered\n")
+    assert diagnosis.failure is not None and diagnosis.failure.exc_type == "RuntimeError"
+    assert diagnosis.cause == "hardware_fault"
+
+
+def test_the_nccl_watchdogs_cxx_abort_without_its_what_is_a_cascade() -> None:
+    diagnosis = diagnose(
+        "[rank2]:[E1128 21:12:49 ProcessGroupNCCL.cpp:1568] [Rank 2] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, Timeout(ms)=600000) ran for "
+        "600057 milliseconds before timing out.\n"
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        "[rank2]:[E1128 21:12:49 ProcessGroupNCCL.cpp:2068] Process group watchdog thread "
+        "terminated with exception\n"
+        "frame #0: c10::Error::Error(c10::SourceLocation) + 0x80\n")
+    assert diagnosis.cause == "nccl_timeout"

@@ -56,6 +56,7 @@ _LAUNCHER_FRAME = lazy(r"accelerate[\\/]commands[\\/]|torch[\\/]distributed[\\/]
 #: ... or any wrapper script's `subprocess.run([sys.executable, "train.py"], check=True)`: a
 #: Python child, whose own traceback is printed above the CalledProcessError
 _PYTHON_CHILD = lazy(r"Command '\[\s*['\"][^'\"]*python[\w.]*(?:\.exe)?['\"]", re.IGNORECASE)
+_TEARDOWN_LINES = 3  # a C++ abort this close below a Python exception is its teardown
 _CHILD_LINES = 40  # a child's exception this close above its parent's CalledProcessError
 _WORKER_RAISE_LINES = 30  # the main process's raise this close after a worker's death
 _WORKER_DEATH = lazy(r"DataLoader worker|shared memory|unable to write to file </torch_|"
@@ -120,7 +121,8 @@ class FailureLog:
             role = "wrapper"  # its original traceback is printed next
         elif (self._chained.get(tb.rank) or "Exception ignored in" in before
               or _CASCADE_TEXT.search(text) or _in_thread(tb, before)
-              or self._seen_as_cascade(failure)):
+              or self._seen_as_cascade(failure)
+              or (_cxx_abort(failure) and short.endswith("DistBackendError"))):
             role = "cascade"  # (a background thread's exception: the process went on)
         else:
             role = "failure"
@@ -142,6 +144,15 @@ class FailureLog:
         other leave copies with some of their frames, or none)."""
         return any(c.role == "cascade" and c.failure.headline == failure.headline
                    for c in self.candidates[-16:])
+
+    def _in_teardown(self, failure: Failure) -> bool:
+        """A C++ abort just after a Python exception of its rank: the process's teardown
+        (a CUDA event freed after an ECC error) ending it, not a failure of its own."""
+        return _cxx_abort(failure) and any(
+            c.failure.kind is FailureKind.EXCEPTION and c.failure.exc_type
+            and not _cxx_abort(c.failure) and c.failure.rank == failure.rank
+            and 0 <= failure.first_line - c.failure.line <= _TEARDOWN_LINES
+            for c in self.candidates)
 
     def add_event(self, event: CudaAssert | WorkerKilled | NcclTimeout | ProcessKilled
                   | UsageError, text: str) -> None:
@@ -207,6 +218,8 @@ class FailureLog:
         history."""
         if 0 < went_on_until <= ended:
             restarts = ()
+        self.candidates = [_Candidate(c.failure, "cascade") if c.role == "failure"
+                           and self._in_teardown(c.failure) else c for c in self.candidates]
         self.candidates = [c for c in self.candidates if c.failure.line >= went_on_until
                            or any(line > c.failure.line for line in restarts)
                            or _REPORTED_FIRST.search(c.failure.message)]
@@ -254,6 +267,12 @@ class FailureLog:
         rest.sort(key=lambda f: f.first_line)
         first = _typed_by_what_followed(_typed_by_wrapper(first, others), rest)
         return first, tuple(rest[:MAX_CASCADE]), bool(failures)
+
+
+def _cxx_abort(failure: Failure) -> bool:
+    """A C++ exception that ended the process (`terminate called after throwing an instance
+    of 'c10::Error'`): a `::`-scoped type, no Python frames."""
+    return "::" in failure.exc_type and not failure.frames
 
 
 def _traced(failure: Failure) -> bool:

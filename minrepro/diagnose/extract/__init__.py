@@ -22,6 +22,7 @@ from typing import Protocol
 from minrepro.diagnose.extract.clsreport import ClassificationReportExtractor
 from minrepro.diagnose.extract.confusion import ConfusionExtractor
 from minrepro.diagnose.extract.cuda import CudaAssertExtractor, OomExtractor
+from minrepro.diagnose.extract.cxxabort import CxxAbortExtractor
 from minrepro.diagnose.extract.env import EnvExtractor
 from minrepro.diagnose.extract.events import (
     LossScaleExtractor,
@@ -41,6 +42,7 @@ __all__ = [
     "ClassificationReportExtractor",
     "ConfusionExtractor",
     "CudaAssertExtractor",
+    "CxxAbortExtractor",
     "EnvExtractor",
     "KillExtractor",
     "Extractor",
@@ -62,7 +64,7 @@ __all__ = [
 EXTRACTOR_CLASSES = (TracebackExtractor, CudaAssertExtractor, OomExtractor, MetricExtractor,
                      LossScaleExtractor, NcclExtractor, WorkerKilledExtractor, EnvExtractor,
                      RunEndedExtractor, KillExtractor, UsageExtractor, PackageExtractor,
-                     ConfusionExtractor, ClassificationReportExtractor)
+                     ConfusionExtractor, ClassificationReportExtractor, CxxAbortExtractor)
 
 
 _ROUTES = 1024  # sets of trigger words whose extractors are kept
