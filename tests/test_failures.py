@@ -129,6 +129,16 @@ def test_a_process_killed_without_an_exception_is_the_failure() -> None:
     assert diagnosis.root.value == "config"
 
 
+def test_the_shells_killed_written_after_a_progress_bars_last_update_is_the_kill() -> None:
+    bar = "epochs:  20%|##        | 3/15 [1:27:1{}<5:56:40, 1783.41s/it, loss=3.71, lr=0.01]"
+    log = "".join(bar.format(n) + "\r" for n in range(4)) + bar.format(5) + "Killed\n"
+    diagnosis = diagnose(log)
+    assert diagnosis.failure is not None and diagnosis.failure.kind.value == "killed"
+    assert diagnosis.failure.message == "process killed: Killed"
+    assert diagnosis.cause == "host_oom"
+    assert diagnose(bar.format(5) + " Killed after 3 epochs\n").failure is None
+
+
 def test_accelerate_launchs_called_process_error_wraps_the_childs_exception() -> None:
     """`accelerate launch` re-raises its child's exit status as CalledProcessError; the
     child's exception printed above it (here cut to its raise line) is the failure."""

@@ -8,6 +8,7 @@ Real texts:
              closing signal SIGTERM       (the launcher stopping the others: a cascade)
              Signal 9 (SIGKILL) received by PID 1234
   shell:     Killed          /  bash: line 1: 123 Killed  python train.py
+             12%|###  | 208/1767 [02:38<15:00,  1.73it/s, loss=3.71]Killed   (after a bar)
              Segmentation fault (core dumped)   /  Aborted (core dumped)
   SLURM:     slurmstepd: error: Detected 1 oom-kill event(s) in StepId=123.batch.
              slurmstepd: error: *** JOB 123 ON node1 CANCELLED AT 2024-01-01T00:00:00 DUE TO
@@ -44,6 +45,9 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (lazy(r"TERM_RUNLIMIT: job killed|PBS: job killed: walltime \d+ exceeded"), "scheduler"),
     (lazy(r"TERM_MEMLIMIT: job killed|PBS: job killed: mem \d+\w* exceeded"), "oom"),
     (lazy(r"^(?:.*\d+ )?Killed(?:\s+\S.*)?$"), "killed"),
+    # ... printed by the shell right where a progress bar's last update stopped (no newline
+    # after the bar): `3/15 [1:27:15<5:56:40, 1783.41s/it, loss=3.71, lr=0.01]Killed`
+    (lazy(r"(?<=\])Killed\s*$"), "killed"),
     (lazy(r"(?i)Segmentation fault|SIGSEGV|Bus error \(core dumped\)"), "segfault"),
     (lazy(r"^Aborted \(core dumped\)|^Aborted$"), "aborted"),
 )
