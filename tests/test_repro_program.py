@@ -72,6 +72,14 @@ def test_log_text_stays_a_literal(cause: str, names: tuple[str, ...]) -> None:
     assert repr(HOSTILE[:60]) in text or repr(HOSTILE) in text
 
 
+def test_a_log_naming_only_the_class_count_gets_a_label_of_that_count() -> None:
+    """transformers' CTC heads say only "Label values must be <= vocab_size: 29"."""
+    text = render_repro(diagnosis("label_out_of_range", "default", {"num_classes": 29}))
+    assert "TARGET, NUM_CLASSES = 29, 29" in text
+    text = render_repro(diagnosis("label_out_of_range", "default", {"target": 7}))
+    assert "TARGET, NUM_CLASSES = 7, 10" in text
+
+
 def test_an_unknown_worker_exception_falls_back_to_the_default() -> None:
     text = render_repro(diagnosis("dataloader_worker_error", "default",
                                   {"exc_type": "SystemExit"}))
