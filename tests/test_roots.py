@@ -668,6 +668,20 @@ def test_root_rules_of_round_c46_c47_w43(log: str, rule: str, root: str) -> None
     assert (diagnosis.rule_id, diagnosis.root.value) == (rule, root)
 
 
+@pytest.mark.parametrize(("log", "rule", "root"), [
+    # a pytorch_lightning model handed to lightning.pytorch's Trainer (or the reverse)
+    (tb(USER, ("/env/lib/python3.9/site-packages/lightning/pytorch/utilities/compile.py",
+               "_maybe_unwrap_optimized", "raise TypeError("),
+        exc="TypeError: `model` must be a `LightningModule` or `torch._dynamo.OptimizedModule`, "
+            "got `TemporalFusionTransformer`"), "MR-ROOT-119", "environment"),
+    (tb(USER, exc="TypeError: `model` must be a `LightningModule`, got `Net`"),
+     "MR-ROOT-119", "environment"),
+])
+def test_root_rules_of_round_c51(log: str, rule: str, root: str) -> None:
+    diagnosis = diagnose(log)
+    assert (diagnosis.rule_id, diagnosis.root.value) == (rule, root)
+
+
 def test_a_name_error_in_the_users_own_code_stays_code() -> None:
     diagnosis = diagnose(tb(USER, exc="NameError: name 'trainer' is not defined"))
     assert diagnosis.root.value == "code"

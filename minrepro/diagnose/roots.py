@@ -104,6 +104,15 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              message=r"(?s)(?:takes \d+ positional arguments? but \d+ (?:were|was) given|missing "
                      r"\d+ required).*\bsuper\([^)]*\)\.__init__\(",
              corroborates=VERSION),
+    # Lightning 2.0 ships as two packages: a model built on `pytorch_lightning` handed to the
+    # Trainer of `lightning.pytorch` (or the reverse; pytorch-forecasting 1.x builds on the new
+    # one) is "not a LightningModule"
+    RootRule("MR-ROOT-119", E, "A model of one Lightning package is handed to the Trainer of "
+             "the other", "Import the Trainer and the LightningModule from one package: "
+             "`lightning.pytorch` (and libraries built on it) or `pytorch_lightning`, not one "
+             "of each; pin the versions the code was written for.", types=("TypeError",),
+             message=r"`model` must be a `LightningModule`(?: or `torch\._dynamo\."
+                     r"OptimizedModule`)?, got `"),
     # raised at the call, in the caller's frame (or no frame printed): the caller's own call
     # does not fit (a library's internal call that does not fit is MR-ROOT-012's)
     RootRule("MR-ROOT-051", K, "A call does not fit the signature of what it calls",
