@@ -676,8 +676,26 @@ def test_root_rules_of_round_c46_c47_w43(log: str, rule: str, root: str) -> None
             "got `TemporalFusionTransformer`"), "MR-ROOT-119", "environment"),
     (tb(USER, exc="TypeError: `model` must be a `LightningModule`, got `Net`"),
      "MR-ROOT-119", "environment"),
+    # bf16 asked of a V100
+    (tb(USER, ("/env/lib/python3.10/site-packages/transformers/training_args.py",
+               "__post_init__", "raise ValueError("),
+        exc="ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using "
+            "Ampere GPU with cuda>=11.0"), "MR-ROOT-120", "config"),
+    # a DataLoader worker spawned from a script without a __main__ guard
+    ("Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\n"
+     "RuntimeError: \n        An attempt has been made to start a new process before the\n"
+     "        current process has finished its bootstrapping phase.\n", "MR-ROOT-121", "code"),
+    # SDPA limited to the flash kernel where it cannot run
+    (tb(USER, ("/srv/megabyte/attend.py", "flash_attn", "out = F.scaled_dot_product_attention("),
+        exc="RuntimeError: No available kernel.  Aborting execution."), "MR-ROOT-122", "config"),
+    # the hub's offline mode with a model the cache does not hold
+    (tb(USER, ("/env/lib/python3.11/site-packages/huggingface_hub/file_download.py",
+               "_raise_on_head_call_error", "raise LocalEntryNotFoundError("),
+        exc="huggingface_hub.errors.LocalEntryNotFoundError: Cannot find the requested files in "
+            "the disk cache and outgoing traffic has been disabled. To enable hf.co look-ups "
+            "and downloads online, set 'local_files_only' to False."), "MR-ROOT-123", "config"),
 ])
-def test_root_rules_of_round_c51(log: str, rule: str, root: str) -> None:
+def test_root_rules_of_rounds_c51_c52_w47(log: str, rule: str, root: str) -> None:
     diagnosis = diagnose(log)
     assert (diagnosis.rule_id, diagnosis.root.value) == (rule, root)
 

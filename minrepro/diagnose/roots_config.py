@@ -50,6 +50,14 @@ CONFIG_RULES: tuple[RootRule, ...] = (
                      r"(?i:access to (?:the )?(?:model|repo)\S* is restricted)|"
                      r"is a gated repo|trying to access a gated repo|"
                      r"(?i:invalid api key|api key is invalid|authentication failed)"),
+    # the hub's offline mode (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE, local_files_only) asked
+    # for a file its cache does not hold: the job's settings (before MR-ROOT-080's network)
+    RootRule("MR-ROOT-123", C, "The job runs in offline mode and the model or data set it asks "
+             "for is not in the cache", "Download it into the cache the job uses beforehand "
+             "(huggingface-cli download, the same HF_HOME), or unset HF_HUB_OFFLINE / "
+             "TRANSFORMERS_OFFLINE / local_files_only on a node with network.",
+             message=r"outgoing traffic has been disabled|offline mode is enabled|"
+                     r"HF_HUB_OFFLINE=1|TRANSFORMERS_OFFLINE=1|HF_DATASETS_OFFLINE=1"),
     # a download that never reached its host: an offline compute node, a proxy, DNS
     RootRule("MR-ROOT-080", E, "The job could not reach the network to download what it "
              "needs (an offline node, a proxy, a name that does not resolve)", "Download the "
@@ -238,6 +246,30 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              "static_graph=True.",
              message=r"Expected to mark a variable ready only once|has been marked as ready "
                      r"twice"),
+    # bf16 asked of a card or a build without it (a V100, a T4): transformers' and accelerate's
+    # checks at start-up
+    RootRule("MR-ROOT-120", C, "The run asks for bf16 on a GPU or build that does not support "
+             "it", "Use fp16 (or fp32) on cards before Ampere (V100, T4, P100): --fp16 instead "
+             "of --bf16, mixed_precision='fp16' in the accelerate / DeepSpeed config.",
+             message=r"(?i)Your setup doesn't support bf16|bf16 mixed precision requires "
+                     r"PyTorch >= [\d.]+ and a supported device|"
+                     r"\bbf16\b[^\n]{0,40}\bonly supported on\b"),
+    # a process started under the spawn start method (Windows, macOS; DataLoader workers,
+    # multiprocessing) re-imports the main script: one without `if __name__ == "__main__":`
+    # starts its training again in the child
+    RootRule("MR-ROOT-121", K, "The script starts processes (DataLoader workers, spawn) without "
+             "an `if __name__ == \"__main__\":` guard", "Put the script's top-level code "
+             "under `if __name__ == \"__main__\":` (spawned children import the main module), "
+             "or set num_workers=0 to confirm.",
+             message=r"An attempt has been made to start a new process before the\s+current "
+                     r"process has finished its bootstrapping phase"),
+    # scaled_dot_product_attention with only backends the inputs or the card cannot use
+    # (flash forced on a pre-Ampere card, or with fp32 inputs): the backend setting
+    RootRule("MR-ROOT-122", C, "Attention was limited to kernels that cannot run these inputs "
+             "on this GPU", "Let SDPA fall back (allow the math / efficient backends in "
+             "sdpa_kernel / sdp_kernel, or turn the repo's flash flag off), or give the flash "
+             "kernel what it needs: fp16/bf16 inputs, a supported head dim, an Ampere+ card.",
+             message=r"No available kernel\.\s+Aborting execution"),
     RootRule("MR-ROOT-034", C, "A required setting is missing or out of range",
              "Check the setting the message names.", types=("ValueError", "KeyError",
                                                            "AssertionError"),
