@@ -35,6 +35,9 @@ def test_carriage_return_updates_are_separate_records(tmp_path: Path) -> None:
     ("(RayTrainWorker pid=123, ip=10.0.0.1) loss 1", None, "loss 1"),
     ("2017-06-11-22:43:00] 1, 8.812", None, "2017-06-11-22:43:00] 1, 8.812"),
     ("[05:19:47.352788] Epoch: [1]", None, "[05:19:47.352788] Epoch: [1]"),
+    # srun's label, then torchrun's: the global rank inside
+    ("1: [rank6]: Traceback (most recent call last):", 6, "Traceback (most recent call last):"),
+    ("0: 6000:  18%|#8 | 7000/39531", 0, "6000:  18%|#8 | 7000/39531"),
 ])
 def test_rank_prefixes(text: str, rank: int | None, rest: str) -> None:
     assert split_rank(text) == (rank, rest)

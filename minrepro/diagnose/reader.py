@@ -342,7 +342,12 @@ def split_rank(text: str) -> tuple[int | None, str]:
     if not match:
         return None, text
     digits = match.group("r1") or match.group("r2") or match.group("r3")
-    return (int(digits) if digits else None), text[match.end():]
+    rest = text[match.end():]
+    if rest.startswith("[") and (inner := _RANK_PREFIX.match(rest)) and inner.group("r1"):
+        # a launcher inside a launcher (srun's "1: " then torchrun's "[rank6]: "): the inner
+        # one is the global rank, and tells apart the node's ranks printing at once
+        return int(inner.group("r1")), rest[inner.end():]
+    return (int(digits) if digits else None), rest
 
 
 def iter_lines(source: str | os.PathLike[str], **options: Any) -> Iterator[Line]:
