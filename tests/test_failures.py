@@ -722,3 +722,14 @@ def test_the_nccl_watchdogs_cxx_abort_without_its_what_is_a_cascade() -> None:
         "terminated with exception\n"
         "frame #0: c10::Error::Error(c10::SourceLocation) + 0x80\n")
     assert diagnosis.cause == "nccl_timeout"
+
+
+def test_a_bare_line_of_a_class_from_an_exceptions_module_is_the_failure() -> None:
+    diagnosis = diagnose(
+        "W0110 12:27:06.332000 158 torch/_dynamo/convert_frame.py:1551] [2/8] torch._dynamo hit"
+        " config.recompile_limit (8)\n\n"
+        "torch._dynamo.exc.FailOnRecompileLimitHit: recompile_limit reached with fullgraph=True."
+        "\n")
+    assert diagnosis.failure is not None
+    assert diagnosis.failure.exc_type == "torch._dynamo.exc.FailOnRecompileLimitHit"
+

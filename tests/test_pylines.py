@@ -17,6 +17,11 @@ from minrepro.diagnose.extract.pylines import exception_at_start
     ("queue.Empty", "queue.Empty"),
     ("subprocess.TimeoutExpired: Command '['nvidia-smi']' timed out after 10 seconds",
      "subprocess.TimeoutExpired"),
+    # any class of a package's exceptions module
+    ("torch._dynamo.exc.FailOnRecompileLimitHit: recompile_limit reached with fullgraph=True.",
+     "torch._dynamo.exc.FailOnRecompileLimitHit"),
+    ("requests.exceptions.ReadTimeout: HTTPSConnectionPool(host='huggingface.co', port=443)",
+     "requests.exceptions.ReadTimeout"),
 ])
 def test_exception_names(text: str, expected: str) -> None:
     found = exception_at_start(text)
@@ -27,6 +32,7 @@ def test_exception_names(text: str, expected: str) -> None:
     "Empty: nothing to do",  # unqualified: a word, not queue's exception
     "UserWarning: the default will change",  # a warning is no failure
     "Error: the file was not found",  # a log line's level
+    "torch.distributed.elastic.multiprocessing.errors.record: wraps main",  # a function
 ])
 def test_not_exception_names(text: str) -> None:
     assert exception_at_start(text) is None

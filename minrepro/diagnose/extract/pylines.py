@@ -30,7 +30,10 @@ _NAME = (r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failu
          r"|(?:[A-Za-z_]\w*\.)+(?:Error|Empty|Full)"
          r"|(?:cv2|struct|socket|zlib|select|re|_socket)\.error"
          # a deep package's own class, named in full (torch._dynamo.exc.BackendCompilerFailed)
-         r"|(?:[a-z_][a-z0-9_]*\.){2,}[A-Z]\w*(?:Failed|Missing|Unsupported|Timeout|Aborted)")
+         r"|(?:[a-z_][a-z0-9_]*\.){2,}[A-Z]\w*(?:Failed|Missing|Unsupported|Timeout|Aborted)"
+         # ... or any class of a package's exceptions module (torch._dynamo.exc.
+         # FailOnRecompileLimitHit, requests.exceptions.ReadTimeout)
+         r"|(?:[a-z_][a-z0-9_]*\.)+(?:exc|errors|exceptions)\.[A-Z]\w*")
 
 _MARKDOWN_LEAD = " \t>*_#`"
 _MARKDOWN_TRAIL = " \t*_`"

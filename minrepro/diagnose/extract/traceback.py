@@ -135,9 +135,11 @@ def _add_frames(partial: _Partial, frames: list[Frame], line: int, *,
 _VSCODE = lazy(r"Exception has occurred: ([A-Za-z_][\w.]*)$")
 _ASSERT = lazy(r"assert\b")
 #: A line holding none of these starts no traceback (a dynamo class may end in Failed,
-#: Missing or Unsupported; Spyder's frames are `File ~/x.py:7 in f`)
+#: Missing or Unsupported, or be any class of an exceptions module; Spyder's frames are
+#: `File ~/x.py:7 in f`)
 TRIGGERS = ("Error", "Exception", "Traceback", '", line ', "Interrupt", "Exit", "Failure",
-            "StopIteration", "Failed", "Missing", "Unsupported", ".py:")
+            "StopIteration", "Failed", "Missing", "Unsupported", ".py:", ".exc.", ".errors.",
+            ".exceptions.")
 _may_start = any_of(TRIGGERS)
 
 
