@@ -733,3 +733,13 @@ def test_a_bare_line_of_a_class_from_an_exceptions_module_is_the_failure() -> No
     assert diagnosis.failure is not None
     assert diagnosis.failure.exc_type == "torch._dynamo.exc.FailOnRecompileLimitHit"
 
+
+def test_a_leak_snippet_a_run_printed_before_it_trained_on_without_failing_names_no_cause() -> None:
+    """A script that prints its own source first (record logs do): the `+=` of a loss in it
+    is the same text as a bug report's snippet, but this run then trained on and ended well."""
+    code = ("    for x, y in loader:\n        loss = model(x, y)\n        running_loss += loss\n"
+            "        losses.append(loss)\n")
+    assert diagnose(code).cause == "undetached_loss_list"  # a report's snippet, on its own
+    records = "".join(f"step:{i}/200 train_loss:{2.5 - i / 100:.4f} train_time:{i * 50}ms\n"
+                      for i in range(1, 30))
+    assert diagnose(code + records).cause is None

@@ -3,7 +3,9 @@
 A finding read from thousands of healthy lines must not outvote how the run ended:
 
 * prose evidence on lines a program printed (a Python warning's advice, a logger's tagged
-  line) is only weak evidence: it is no user's account of what happened;
+  line) is only weak evidence: it is no user's account of what happened; nor is the
+  prose of a memory cause that the run printed before it trained on (its own source) in a
+  log where memory never ran out (no failure at all);
 * a run that says it finished ("Training completed", train_runtime, "exits successfully")
   needs strong curve evidence for any cause;
 * a run the user stopped (it ends in a KeyboardInterrupt) gets no answer from warnings it
@@ -67,8 +69,10 @@ def weigh(findings: Iterable[Finding], shape: LogShape, failures: Sequence[Failu
         if (finding.severity is Severity.CRASH and not finding.cascade and finding.score > 0
                 and 0 < finding.first_line < shape.went_on_after):
             factor *= CRASH_THE_RUN_SURVIVED
-        if finding.severity is Severity.PROSE and finding.evidence and all(
-                _PRINTED.match(e.text) for e in finding.evidence):
+        if finding.severity is Severity.PROSE and finding.evidence and (
+                all(_PRINTED.match(e.text) for e in finding.evidence)
+                or (finding.cause in _MEMORY_CAUSES and not failures
+                    and max(e.line for e in finding.evidence) < shape.went_on_after)):
             factor *= PROSE_PRINTED
         if _only_warnings(finding) and interrupted:
             factor *= WARNING_BEFORE_INTERRUPT
