@@ -694,6 +694,11 @@ def test_root_rules_of_round_c46_c47_w43(log: str, rule: str, root: str) -> None
         exc="huggingface_hub.errors.LocalEntryNotFoundError: Cannot find the requested files in "
             "the disk cache and outgoing traffic has been disabled. To enable hf.co look-ups "
             "and downloads online, set 'local_files_only' to False."), "MR-ROOT-123", "config"),
+    # torch.compile's backend failing on the model, nothing of the environment said
+    (tb(USER, ("/env/lib/python3.10/site-packages/torch/_dynamo/output_graph.py",
+               "call_user_compiler", "raise BackendCompilerFailed(self.compiler_fn, e) from e"),
+        exc="torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+            "AssertionError: a FakeTensor was expected"), "MR-ROOT-124", "framework"),
 ])
 def test_root_rules_of_rounds_c51_c52_w47(log: str, rule: str, root: str) -> None:
     diagnosis = diagnose(log)
@@ -784,6 +789,9 @@ def test_a_weak_version_sign_away_from_the_failure_is_not_corroborated() -> None
      "config", "MR-ROOT-034"),
     # ... of its own values: the code's
     ("assert N == self.num_patches", "code", "MR-ROOT-040"),
+    # ... of a setting the message says must be given
+    ("assert normal_dir is not None, 'A folder location must be provided in normal_dir.'",
+     "config", "MR-ROOT-034"),
 ])
 def test_an_assert_of_the_training_code_is_its_check_of_what_it_was_given(
         code: str, root: str, rule: str) -> None:

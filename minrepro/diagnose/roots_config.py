@@ -274,7 +274,9 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              "Check the setting the message names.", types=("ValueError", "KeyError",
                                                            "AssertionError"),
              message=r"(?i)\bconfig\b|\bcfg\b|\bargs?\.|\boption\b|--\w+|"
-                     r"(?:must|should) be (?:set|one of|positive|divisible)|\bnot supported\b|"
+                     r"(?:must|should) be (?:set|provided|specified|given|one of|positive|"
+                     r"divisible)|"
+                     r"\bnot supported\b|"
                      r"\binvalid (?:value|argument)\b|"
                      # two settings that do not go together
                      r"\bnot compatible with\b|\bincompatible with\b|"

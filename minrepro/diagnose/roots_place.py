@@ -169,6 +169,13 @@ PLACE_RULES: tuple[RootRule, ...] = (
              "the value, type or call it passes does not fit what the library takes.",
              types=("ValueError", "AssertionError", "TypeError", "StopIteration"),
              raised_in=CALLED),
+    # torch.compile's backend failing on a model (what the environment rules did not place:
+    # a compiler or Triton missing, a card too old): the compiler's own bug
+    RootRule("MR-ROOT-124", F, "torch.compile's backend failed while compiling the model",
+             "Run without torch.compile (or with backend='eager' / 'aot_eager' to find the "
+             "stage that fails), try the nearest other torch release, and report it with "
+             "TORCH_LOGS=+dynamo and the minifier (TORCHDYNAMO_REPRO_AFTER='aot').",
+             types=("BackendCompilerFailed", "InductorError", "LoweringException")),
     RootRule("MR-ROOT-072", F, "An assertion inside PyTorch's own code failed",
              "Search PyTorch's issues for the assertion's message and the torch version; try "
              "the nearest other torch release (a known bug is often fixed or not yet in).",
