@@ -743,3 +743,22 @@ def test_a_leak_snippet_a_run_printed_before_it_trained_on_without_failing_names
     records = "".join(f"step:{i}/200 train_loss:{2.5 - i / 100:.4f} train_time:{i * 50}ms\n"
                       for i in range(1, 30))
     assert diagnose(code + records).cause is None
+
+
+def test_jobs_appended_to_one_slurm_file_are_told_by_the_last_job() -> None:
+    crash = traceback("OSError: /ckpt does not appear to have a file named config.json",
+                      "/srv/app/train.py")
+    steps = "".join(f"step {i} loss {2.0 - i / 100:.3f}\n" for i in range(1, 6))
+    first_job = crash + ("slurmstepd: error: *** JOB 263121 ON dgx-15 CANCELLED AT "
+                         "2025-08-17T01:22:18 ***\n")
+    cancelled = "slurmstepd: error: *** JOB 267039 ON dgx-06 CANCELLED AT 2025-08-21T02:53:05 ***\n"
+    # the last job trained until the user cancelled it: the first job's crash is history
+    diagnosis = diagnose(first_job + "Loading data\n" + steps + cancelled)
+    assert diagnosis.failure is None and diagnosis.root is None
+    # the last job failed of its own: that failure, not the first job's
+    last_crash = traceback("KeyError: 'optimizer'", "/srv/app/config.py")
+    diagnosis = diagnose(first_job + "Loading data\n" + last_crash + cancelled)
+    assert diagnosis.failure is not None and diagnosis.failure.exc_type == "KeyError"
+    # one job that crashed and was then cancelled by its user keeps its crash
+    diagnosis = diagnose(crash + cancelled)
+    assert diagnosis.failure is not None and diagnosis.failure.exc_type == "OSError"

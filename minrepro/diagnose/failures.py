@@ -56,6 +56,8 @@ _LAUNCHER_FRAME = lazy(r"accelerate[\\/]commands[\\/]|torch[\\/]distributed[\\/]
 #: ... or any wrapper script's `subprocess.run([sys.executable, "train.py"], check=True)`: a
 #: Python child, whose own traceback is printed above the CalledProcessError
 _PYTHON_CHILD = lazy(r"Command '\[\s*['\"][^'\"]*python[\w.]*(?:\.exe)?['\"]", re.IGNORECASE)
+_JOB_END = lazy(r"\*\*\* JOB (\d+) ON \S+ CANCELLED AT")
+_JOB_ENDS = 64  # job ends kept (one file of many appended jobs)
 _TEARDOWN_LINES = 3  # a C++ abort this close below a Python exception is its teardown
 _CHILD_LINES = 40  # a child's exception this close above its parent's CalledProcessError
 _WORKER_RAISE_LINES = 30  # the main process's raise this close after a worker's death
@@ -93,6 +95,7 @@ class FailureLog:
         self.root_rank: int | None = None  # the rank torchrun says failed first
         self._chained: dict[int | None, bool] = {}  # rank -> the last traceback chains on
         self._interrupts: list[int] = []  # lines of the user's interrupts (the last few)
+        self._job_ends: list[tuple[int, str]] = []  # SLURM's `*** JOB N ... CANCELLED AT`
 
     def add_traceback(self, tb: Traceback, failure: Failure, before: str,
                       opening: str = "") -> None:
@@ -145,6 +148,13 @@ class FailureLog:
         return any(c.role == "cascade" and c.failure.headline == failure.headline
                    for c in self.candidates[-16:])
 
+    def _last_job_start(self) -> int:
+        """The end line of the job before the last one in the file (0: one job only)."""
+        if not self._job_ends:
+            return 0
+        last = self._job_ends[-1][1]
+        return max((line for line, job in self._job_ends if job != last), default=0)
+
     def _in_teardown(self, failure: Failure) -> bool:
         """A C++ abort just after a Python exception of its rank: the process's teardown
         (a CUDA event freed after an ECC error) ending it, not a failure of its own."""
@@ -163,6 +173,11 @@ class FailureLog:
             self._add(failure, "failure")
             return
         if isinstance(event, ProcessKilled):
+            ended = _JOB_END.search(text)
+            if ended is not None and len(self._job_ends) < _JOB_ENDS:
+                self._job_ends.append((event.line, ended[1]))
+            if event.how == "cancelled":
+                return  # the user's scancel ends the job: no failure of its own
             failure = Failure("", f"process killed: {event.detail}", event.line, event.line,
                               event.rank, text=text, kind=FailureKind.KILLED, timestamp=stamp)
             self._add(failure, _kill_role(event))
@@ -218,6 +233,10 @@ class FailureLog:
         history."""
         if 0 < went_on_until <= ended:
             restarts = ()
+        # Several SLURM jobs appended to one output file: the last job's outcome is the log's,
+        # the failures of jobs that ended before it began are history.
+        last_job = self._last_job_start()
+        self.candidates = [c for c in self.candidates if c.failure.line > last_job]
         self.candidates = [_Candidate(c.failure, "cascade") if c.role == "failure"
                            and self._in_teardown(c.failure) else c for c in self.candidates]
         self.candidates = [c for c in self.candidates if c.failure.line >= went_on_until

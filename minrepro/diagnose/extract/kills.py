@@ -13,6 +13,8 @@ Real texts:
   SLURM:     slurmstepd: error: Detected 1 oom-kill event(s) in StepId=123.batch.
              slurmstepd: error: *** JOB 123 ON node1 CANCELLED AT 2024-01-01T00:00:00 DUE TO
              TIME LIMIT ***
+             slurmstepd: error: *** JOB 124 ON node1 CANCELLED AT 2024-01-02T00:00:00 ***
+             (the user's scancel: how "cancelled", the end of a job, no failure)
   LSF, PBS:  TERM_RUNLIMIT: job killed after reaching LSF run time limit.
              TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.
              =>> PBS: job killed: walltime 86412 exceeded limit 86400
@@ -44,6 +46,8 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # LSF's and PBS's own words for a job stopped at its run time or memory limit
     (lazy(r"TERM_RUNLIMIT: job killed|PBS: job killed: walltime \d+ exceeded"), "scheduler"),
     (lazy(r"TERM_MEMLIMIT: job killed|PBS: job killed: mem \d+\w* exceeded"), "oom"),
+    # the user's scancel: the job's end, not a failure (several jobs may append to one file)
+    (lazy(r"\*\*\* JOB (\d+) ON \S+ CANCELLED AT \S+ \*\*\*"), "cancelled"),
     (lazy(r"^(?:.*\d+ )?Killed(?:\s+\S.*)?$"), "killed"),
     # ... printed by the shell right where a progress bar's last update stopped (no newline
     # after the bar): `3/15 [1:27:15<5:56:40, 1783.41s/it, loss=3.71, lr=0.01]Killed`
@@ -60,8 +64,10 @@ class KillExtractor:
 
     TRIGGERS = ("exitcode", "Signal ", "oom", "OOM", "Out of memory", "DUE TO", "Killed",
                 "Segmentation fault", "segmentation fault", "SIGSEGV", "Bus error", "Aborted",
-                "exits with return code = -", "TERM_RUNLIMIT", "TERM_MEMLIMIT", "PBS: job killed")
+                "exits with return code = -", "TERM_RUNLIMIT", "TERM_MEMLIMIT", "PBS: job killed",
+                "CANCELLED AT")
     SELECT = ("killed", "exitcode", "segmentation fault", "oom-kill", "oom_kill", "due to time",
+              "cancelled at",
               "term_runlimit", "term_memlimit")
 
     def __init__(self) -> None:
@@ -76,7 +82,8 @@ class KillExtractor:
             if match is None:
                 continue
             rank = parse_int(match[2]) if how == "exitcode" and match[2] else line.rank
-            key = (f"{how}:{match[1] if how in ('exitcode', 'signal') else ''}", rank)
+            key = (f"{how}:{match[1] if how in ('exitcode', 'signal', 'cancelled') else ''}",
+                   rank)
             if key in self._seen:
                 return ()
             if len(self._seen) < _SEEN_MAX:
