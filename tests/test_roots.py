@@ -699,8 +699,16 @@ def test_root_rules_of_round_c46_c47_w43(log: str, rule: str, root: str) -> None
                "call_user_compiler", "raise BackendCompilerFailed(self.compiler_fn, e) from e"),
         exc="torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
             "AssertionError: a FakeTensor was expected"), "MR-ROOT-124", "framework"),
+    # a division by the length of a loader that gave nothing: the data or its path
+    (tb(("/srv/app/utils.py", "log_every", "header, total_time_str, total_time / len(iterable)))"),
+        exc="ZeroDivisionError: float division by zero"), "MR-ROOT-125", "config"),
+    (tb(("/srv/app/train.py", "train_model", "epoch_loss = metrics['loss'] / epoch_samples"),
+        exc="ZeroDivisionError: float division by zero"), "MR-ROOT-125", "config"),
+    # ... but a formula of the code's own is the code's
+    (tb(("/srv/app/loss.py", "forward", "weights = (1.0 / (K - 1)) * (1.0 - p)"),
+        exc="ZeroDivisionError: float division by zero"), "MR-ROOT-040", "code"),
 ])
-def test_root_rules_of_rounds_c51_c52_w47(log: str, rule: str, root: str) -> None:
+def test_root_rules_of_rounds_c51_to_c54(log: str, rule: str, root: str) -> None:
     diagnosis = diagnose(log)
     assert (diagnosis.rule_id, diagnosis.root.value) == (rule, root)
 

@@ -270,6 +270,16 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              "sdpa_kernel / sdp_kernel, or turn the repo's flash flag off), or give the flash "
              "kernel what it needs: fp16/bf16 inputs, a supported head dim, an Ampere+ card.",
              message=r"No available kernel\.\s+Aborting execution"),
+    # a division by the count of what the data loader gave (`total_time / len(iterable)`,
+    # `loss / epoch_samples`, `max_iter / epoch_size`): it gave nothing, the data path is
+    # empty or wrong, or there are fewer samples than one batch on every GPU (drop_last)
+    RootRule("MR-ROOT-125", C, "The data loader gave no batch: a division by its length "
+             "failed", "Check the data path and the split the job reads (an empty folder, a "
+             "wrong annotation file) and that the data holds at least batch_size x GPUs "
+             "samples when drop_last is set.", types=("ZeroDivisionError",), scope="raise",
+             message=r"/\s*\(?\s*(?:len\(|[\w.\[\]'\"]*(?:samples|loader|dataset|iterable|"
+                     r"batches|steps_per_epoch|epoch_size|iters_per_epoch|num_batch\w*|"
+                     r"n_batch\w*)\b)"),
     RootRule("MR-ROOT-034", C, "A required setting is missing or out of range",
              "Check the setting the message names.", types=("ValueError", "KeyError",
                                                            "AssertionError"),
