@@ -762,3 +762,18 @@ def test_jobs_appended_to_one_slurm_file_are_told_by_the_last_job() -> None:
     # one job that crashed and was then cancelled by its user keeps its crash
     diagnosis = diagnose(crash + cancelled)
     assert diagnosis.failure is not None and diagnosis.failure.exc_type == "OSError"
+
+
+def test_an_error_that_comes_again_after_the_last_records_was_not_survived() -> None:
+    """A sweep: each launch's set-up bar reads as records after the first launch's OOM, but
+    the last launch fails the same way: that is how the log ended."""
+    oom = ("RuntimeError: CUDA out of memory. Tried to allocate 64.00 MiB (GPU 0; 10.76 GiB "
+           "total capacity; 2.19 GiB already allocated; 337.12 MiB free; 2.19 GiB reserved in "
+           "total by PyTorch)\n")
+    epochs = "".join(f"epoch {i}: train_loss: {1.5 - i / 100:.5f}\n" for i in range(5, 35, 5))
+    launch = "".join(f" {p}%|##| {n}/2000 [00:00<00:00, 2710.76it/s]\n"
+                     for p, n in ((27, 538), (80, 1597), (100, 2000)))
+    log = epochs + oom + launch + "RuntimeError: CUDA error: out of memory\n"
+    assert diagnose(log).cause == "cuda_oom"
+    # ... while one the run trained on after, and that never came again, was caught
+    assert diagnose(epochs[:40] + oom + epochs).cause is None

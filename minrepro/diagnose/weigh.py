@@ -10,7 +10,8 @@ A finding read from thousands of healthy lines must not outvote how the run ende
   needs strong curve evidence for any cause;
 * a run the user stopped (it ends in a KeyboardInterrupt) gets no answer from warnings it
   printed on the way: they did not stop it (DESIGN: a user interrupt gets no answer);
-* an error the run went on training after (three more records) was caught and survived;
+* an error the run went on training after (three more records) was caught and survived,
+  unless it came again after them;
 * a run that ends in an exception no rule explains (training stopped at it) failed of that:
   a curve reading from before it is weak next to it, unless the exception is what the curve
   predicts (a NaN abort after a diverging loss, an OOM after growing memory).
@@ -67,7 +68,7 @@ def weigh(findings: Iterable[Finding], shape: LogShape, failures: Sequence[Failu
     for finding in findings:
         factor = 1.0
         if (finding.severity is Severity.CRASH and not finding.cascade and finding.score > 0
-                and 0 < finding.first_line < shape.went_on_after):
+                and 0 < _last_line(finding) < shape.went_on_after):
             factor *= CRASH_THE_RUN_SURVIVED
         if finding.severity is Severity.PROSE and finding.evidence and (
                 all(_PRINTED.match(e.text) for e in finding.evidence)
@@ -89,6 +90,12 @@ def weigh(findings: Iterable[Finding], shape: LogShape, failures: Sequence[Failu
 #: A summary printed this few lines after an exception is a `finally` block's (detectron2
 #: prints "Total training time" on the way out of a crash too), not a run that finished.
 ENDED_BY_CRASH_LINES = 5
+
+
+def _last_line(finding: Finding) -> int:
+    """The last line of its evidence: the same error again after the last training records
+    (a sweep whose every launch runs out of memory) is how the log ended, not survived."""
+    return max((e.line for e in finding.evidence), default=finding.first_line)
 
 
 def _ended_by(failures: Sequence[Failure], ended_line: int) -> bool:
