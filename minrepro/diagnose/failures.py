@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections import deque
 from dataclasses import dataclass, replace
 
 from minrepro.diagnose.extract.kills import BATCH_REPORT
@@ -57,7 +58,7 @@ _LAUNCHER_FRAME = lazy(r"accelerate[\\/]commands[\\/]|torch[\\/]distributed[\\/]
 #: Python child, whose own traceback is printed above the CalledProcessError
 _PYTHON_CHILD = lazy(r"Command '\[\s*['\"][^'\"]*python[\w.]*(?:\.exe)?['\"]", re.IGNORECASE)
 _JOB_END = lazy(r"\*\*\* JOB (\d+) ON \S+ CANCELLED AT")
-_JOB_ENDS = 64  # job ends kept (one file of many appended jobs)
+_JOB_ENDS = 64  # the last job ends kept (one file of many appended jobs)
 _TEARDOWN_LINES = 3  # a C++ abort this close below a Python exception is its teardown
 _CHILD_LINES = 40  # a child's exception this close above its parent's CalledProcessError
 _WORKER_RAISE_LINES = 30  # the main process's raise this close after a worker's death
@@ -95,7 +96,8 @@ class FailureLog:
         self.root_rank: int | None = None  # the rank torchrun says failed first
         self._chained: dict[int | None, bool] = {}  # rank -> the last traceback chains on
         self._interrupts: list[int] = []  # lines of the user's interrupts (the last few)
-        self._job_ends: list[tuple[int, str]] = []  # SLURM's `*** JOB N ... CANCELLED AT`
+        # SLURM's `*** JOB N ... CANCELLED AT` lines (the last few): where each job ended
+        self._job_ends: deque[tuple[int, str]] = deque(maxlen=_JOB_ENDS)
 
     def add_traceback(self, tb: Traceback, failure: Failure, before: str,
                       opening: str = "") -> None:
@@ -174,7 +176,7 @@ class FailureLog:
             return
         if isinstance(event, ProcessKilled):
             ended = _JOB_END.search(text)
-            if ended is not None and len(self._job_ends) < _JOB_ENDS:
+            if ended is not None:
                 self._job_ends.append((event.line, ended[1]))
             if event.how == "cancelled":
                 return  # the user's scancel ends the job: no failure of its own

@@ -73,7 +73,7 @@ def weigh(findings: Iterable[Finding], shape: LogShape, failures: Sequence[Failu
         if finding.severity is Severity.PROSE and finding.evidence and (
                 all(_PRINTED.match(e.text) for e in finding.evidence)
                 or (finding.cause in _MEMORY_CAUSES and not failures
-                    and max(e.line for e in finding.evidence) < shape.went_on_after)):
+                    and _last_line(finding) < shape.went_on_after)):
             factor *= PROSE_PRINTED
         if _only_warnings(finding) and interrupted:
             factor *= WARNING_BEFORE_INTERRUPT
