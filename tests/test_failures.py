@@ -777,3 +777,21 @@ def test_an_error_that_comes_again_after_the_last_records_was_not_survived() -> 
     assert diagnose(log).cause == "cuda_oom"
     # ... while one the run trained on after, and that never came again, was caught
     assert diagnose(epochs[:40] + oom + epochs).cause is None
+
+
+def test_the_watchdogs_timeout_takes_the_type_of_the_abort_it_ends_in() -> None:
+    """NCCL's watchdog: the timeout line names no exception, the C++ abort it throws next
+    does; torchrun's exitcode -6 after it is its report of that abort."""
+    log = ("[rank0]:[E405 03:51:41 ProcessGroupNCCL.cpp:688] [Rank 0] Watchdog caught collective"
+           " operation timeout: WorkNCCL(SeqNum=404, OpType=_ALLGATHER_BASE, Timeout(ms)=600000)"
+           " ran for 600046 milliseconds before timing out.\n"
+           "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+           "  what():  [PG ID 3 PG GUID 4 Rank 0] Process group watchdog thread terminated with "
+           "exception: [Rank 0] Watchdog caught collective operation timeout\n"
+           "E0405 03:52:43 torch/distributed/elastic/multiprocessing/api.py:869] failed "
+           "(exitcode: -6) local_rank: 0 (pid: 5577) of binary: /env/bin/python\n")
+    diagnosis = diagnose(log)
+    assert diagnosis.cause == "nccl_timeout"
+    failure = diagnosis.failure
+    assert failure is not None and failure.kind.value == "nccl_timeout"
+    assert failure.exc_type == "c10::DistBackendError" and failure.rank == 0

@@ -22,6 +22,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, replace
 
+from minrepro.diagnose.extract.cxxabort import is_cxx_abort
 from minrepro.diagnose.extract.kills import BATCH_REPORT
 from minrepro.diagnose.extract.pylines import exception_at_start
 from minrepro.model import (
@@ -62,6 +63,8 @@ _JOB_ENDS = 64  # the last job ends kept (one file of many appended jobs)
 _TEARDOWN_LINES = 3  # a C++ abort this close below a Python exception is its teardown
 _CHILD_LINES = 40  # a child's exception this close above its parent's CalledProcessError
 _WORKER_RAISE_LINES = 30  # the main process's raise this close after a worker's death
+_ABORT_LINES = 60  # the watchdog's C++ abort this close after its timeout line
+_SIGABRT = lazy(r"exitcode: -6\)|SIGABRT")
 _WORKER_DEATH = lazy(r"DataLoader worker|shared memory|unable to write to file </torch_|"
                      r"Bus error|killed by signal")
 _INTERRUPTS = ("KeyboardInterrupt",)
@@ -127,7 +130,7 @@ class FailureLog:
         elif (self._chained.get(tb.rank) or "Exception ignored in" in before
               or _CASCADE_TEXT.search(text) or _in_thread(tb, before)
               or self._seen_as_cascade(failure)
-              or (_cxx_abort(failure) and short.endswith("DistBackendError"))):
+              or (is_cxx_abort(failure) and short.endswith("DistBackendError"))):
             role = "cascade"  # (a background thread's exception: the process went on)
         else:
             role = "failure"
@@ -160,11 +163,17 @@ class FailureLog:
     def _in_teardown(self, failure: Failure) -> bool:
         """A C++ abort just after a Python exception of its rank: the process's teardown
         (a CUDA event freed after an ECC error) ending it, not a failure of its own."""
-        return _cxx_abort(failure) and any(
+        return is_cxx_abort(failure) and any(
             c.failure.kind is FailureKind.EXCEPTION and c.failure.exc_type
-            and not _cxx_abort(c.failure) and c.failure.rank == failure.rank
+            and not is_cxx_abort(c.failure) and c.failure.rank == failure.rank
             and 0 <= failure.first_line - c.failure.line <= _TEARDOWN_LINES
             for c in self.candidates)
+
+    def _reports_an_abort(self, failure: Failure) -> bool:
+        """A launcher's SIGABRT report (`exitcode: -6`) after a C++ abort printed above."""
+        return (failure.kind is FailureKind.KILLED and _SIGABRT.search(failure.message)
+                is not None and any(is_cxx_abort(c.failure) and c.failure.line < failure.line
+                                    for c in self.candidates))
 
     def add_event(self, event: CudaAssert | WorkerKilled | NcclTimeout | ProcessKilled
                   | UsageError, text: str) -> None:
@@ -241,6 +250,9 @@ class FailureLog:
         self.candidates = [c for c in self.candidates if c.failure.line > last_job]
         self.candidates = [_Candidate(c.failure, "cascade") if c.role == "failure"
                            and self._in_teardown(c.failure) else c for c in self.candidates]
+        self.candidates = [_Candidate(c.failure, "wrapper") if c.role == "failure"
+                           and self._reports_an_abort(c.failure) else c
+                           for c in self.candidates]
         self.candidates = [c for c in self.candidates if c.failure.line >= went_on_until
                            or any(line > c.failure.line for line in restarts)
                            or _REPORTED_FIRST.search(c.failure.message)]
@@ -290,12 +302,6 @@ class FailureLog:
         return first, tuple(rest[:MAX_CASCADE]), bool(failures)
 
 
-def _cxx_abort(failure: Failure) -> bool:
-    """A C++ exception that ended the process (`terminate called after throwing an instance
-    of 'c10::Error'`): a `::`-scoped type, no Python frames."""
-    return "::" in failure.exc_type and not failure.frames
-
-
 def _traced(failure: Failure) -> bool:
     return failure.kind is FailureKind.EXCEPTION and (
         bool(failure.frames) or failure.first_line < failure.line)
@@ -326,12 +332,21 @@ def _typed_by_wrapper(failure: Failure, others: list[Failure]) -> Failure:
 def _typed_by_what_followed(failure: Failure, rest: list[Failure]) -> Failure:
     """A worker's own report of its death (`ERROR: Unexpected bus error encountered in
     worker`) names no exception; the main process raises it just after, as the type the log
-    then prints (`RuntimeError: DataLoader worker (pid N) is killed by signal: Bus error`)."""
-    if failure.exc_type or failure.kind is not FailureKind.WORKER_KILLED:
+    then prints (`RuntimeError: DataLoader worker (pid N) is killed by signal: Bus error`).
+    Likewise NCCL's watchdog: its timeout line names none, the C++ exception it then throws
+    to end the process does (`terminate called after throwing ... 'c10::DistBackendError'`)."""
+    if failure.exc_type:
         return failure
-    raised = next((f for f in rest if f.exc_type and f.rank == failure.rank
-                   and 0 <= f.first_line - failure.line <= _WORKER_RAISE_LINES
-                   and _WORKER_DEATH.search(f.message)), None)
+    if failure.kind is FailureKind.NCCL_TIMEOUT:
+        raised = next((f for f in rest if is_cxx_abort(f) and f.rank in (failure.rank, None)
+                       and f.exc_type.endswith("DistBackendError")
+                       and 0 <= f.first_line - failure.line <= _ABORT_LINES), None)
+    elif failure.kind is FailureKind.WORKER_KILLED:
+        raised = next((f for f in rest if f.exc_type and f.rank == failure.rank
+                       and 0 <= f.first_line - failure.line <= _WORKER_RAISE_LINES
+                       and _WORKER_DEATH.search(f.message)), None)
+    else:
+        return failure
     return replace(failure, exc_type=raised.exc_type) if raised else failure
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from minrepro.model import Line, Traceback
+from minrepro.model import Failure, Line, Traceback
 from minrepro.patterns import lazy
 
 _THROWN = lazy(r"terminate called after throwing an instance of '([\w:<>, ]{1,120})'")
@@ -82,3 +82,8 @@ class CxxAbortExtractor:
 def _event(pending: _Pending, message: str) -> Traceback:
     return Traceback(exc_type=pending.exc_type, message=message, line=pending.line,
                      first_line=pending.line, rank=pending.rank)
+
+
+def is_cxx_abort(failure: Failure) -> bool:
+    """A failure this extractor read: a `::`-scoped type (`c10::Error`), no Python frames."""
+    return "::" in failure.exc_type and not failure.frames
