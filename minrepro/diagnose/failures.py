@@ -23,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 
 from minrepro.diagnose.extract.cxxabort import is_cxx_abort
-from minrepro.diagnose.extract.kills import BATCH_REPORT
+from minrepro.diagnose.extract.kills import BATCH_REPORT, JOB_END
 from minrepro.diagnose.extract.pylines import exception_at_start
 from minrepro.model import (
     CudaAssert,
@@ -58,7 +58,7 @@ _LAUNCHER_FRAME = lazy(r"accelerate[\\/]commands[\\/]|torch[\\/]distributed[\\/]
 #: ... or any wrapper script's `subprocess.run([sys.executable, "train.py"], check=True)`: a
 #: Python child, whose own traceback is printed above the CalledProcessError
 _PYTHON_CHILD = lazy(r"Command '\[\s*['\"][^'\"]*python[\w.]*(?:\.exe)?['\"]", re.IGNORECASE)
-_JOB_END = lazy(r"\*\*\* JOB (\d+) ON \S+ CANCELLED AT")
+_JOB_END = lazy(JOB_END)
 _JOB_ENDS = 64  # the last job ends kept (one file of many appended jobs)
 _TEARDOWN_LINES = 3  # a C++ abort this close below a Python exception is its teardown
 _CHILD_LINES = 40  # a child's exception this close above its parent's CalledProcessError

@@ -18,7 +18,7 @@ the type alone is the event (a bare `terminate called without an active exceptio
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 
 from minrepro.model import Failure, Line, Traceback
 from minrepro.patterns import lazy
@@ -29,13 +29,6 @@ _WHAT_WITHIN = 3  # lines after the `terminate called` line its `what():` may co
 _MAX_MESSAGE = 4000
 
 
-@dataclass(slots=True)
-class _Pending:
-    exc_type: str
-    line: int
-    rank: int | None
-
-
 class CxxAbortExtractor:
     """`terminate called after throwing an instance of 'T'` (+ `what(): msg`) -> Traceback."""
 
@@ -43,7 +36,7 @@ class CxxAbortExtractor:
     SELECT = ("terminate called after throwing",)
 
     def __init__(self) -> None:
-        self._pending: _Pending | None = None
+        self._pending: Traceback | None = None  # the type read, its `what():` not yet
 
     @property
     def idle(self) -> bool:
@@ -57,31 +50,28 @@ class CxxAbortExtractor:
             found = _WHAT.search(text)
             self._pending = None
             message = found[1].strip()[:_MAX_MESSAGE] if found else ""
-            events.append(_event(pending, message))
+            events.append(replace(pending, message=message))
             pending = None
         if "terminate called after throwing" in text:
             thrown = _THROWN.search(text)
             if thrown is not None:
                 if pending is not None:
-                    events.append(_event(pending, ""))
-                pending = self._pending = _Pending(thrown[1].strip(), line.line, line.rank)
+                    events.append(pending)
+                pending = self._pending = Traceback(
+                    exc_type=thrown[1].strip(), message="", line=line.line,
+                    first_line=line.line, rank=line.rank)
                 after = text[thrown.end():]
                 if "what():" in after:
                     return [*events, *self.feed(Line(line=line.line, text=after,
                                                      rank=line.rank))]
         if pending is not None and line.line - pending.line >= _WHAT_WITHIN:
             self._pending = None
-            events.append(_event(pending, ""))
+            events.append(pending)
         return events
 
     def close(self) -> Sequence[Traceback]:
         pending, self._pending = self._pending, None
-        return [] if pending is None else [_event(pending, "")]
-
-
-def _event(pending: _Pending, message: str) -> Traceback:
-    return Traceback(exc_type=pending.exc_type, message=message, line=pending.line,
-                     first_line=pending.line, rank=pending.rank)
+        return [] if pending is None else [pending]
 
 
 def is_cxx_abort(failure: Failure) -> bool:

@@ -34,6 +34,9 @@ from minrepro.patterns import lazy
 #: The words of LSF's and PBS's job reports for a job they stopped (the report is written
 #: above the job's output, not where the job stopped).
 BATCH_REPORT = r"TERM_RUNLIMIT|TERM_MEMLIMIT|PBS: job killed"
+#: SLURM's line for a job that ended (the user's scancel, or `DUE TO TIME LIMIT` after it):
+#: the job's id, which tells apart several jobs appended to one output file
+JOB_END = r"\*\*\* JOB (\d+) ON \S+ CANCELLED AT"
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # torchrun: `failed (exitcode: -9) local_rank: 0 (pid: ...)`, and since torch 2.2 `failed
     # (exitcode: -9) for binary located at /.../python with local_rank: 0 (process ID: ...)`
@@ -47,7 +50,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (lazy(r"TERM_RUNLIMIT: job killed|PBS: job killed: walltime \d+ exceeded"), "scheduler"),
     (lazy(r"TERM_MEMLIMIT: job killed|PBS: job killed: mem \d+\w* exceeded"), "oom"),
     # the user's scancel: the job's end, not a failure (several jobs may append to one file)
-    (lazy(r"\*\*\* JOB (\d+) ON \S+ CANCELLED AT \S+ \*\*\*"), "cancelled"),
+    (lazy(JOB_END + r" \S+ \*\*\*"), "cancelled"),
     (lazy(r"^(?:.*\d+ )?Killed(?:\s+\S.*)?$"), "killed"),
     # ... printed by the shell right where a progress bar's last update stopped (no newline
     # after the bar): `3/15 [1:27:15<5:56:40, 1783.41s/it, loss=3.71, lr=0.01]Killed`
