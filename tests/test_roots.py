@@ -813,3 +813,56 @@ def test_an_assert_in_a_library_is_not_the_users_check() -> None:
     diagnosis = diagnose(tb(("/srv/app/train.py", "train", "keep = nms(boxes, scores)"), lib,
                             exc="AssertionError"))
     assert diagnosis.rule_id != "MR-ROOT-116"
+
+
+TRAINER = ("/env/lib/python3.10/site-packages/transformers/trainer.py", "_inner_training_loop",
+           "tr_loss_step = self.training_step(model, inputs, num_items_in_batch)")
+
+
+@pytest.mark.parametrize("log", [
+    # a Trainer hook overridden with the signature of an older release
+    tb(USER, TRAINER, exc="TypeError: CustomTrainer.training_step() takes 3 positional "
+                          "arguments but 4 were given"),
+    # an extension built against another torch: a c10 symbol it cannot find (not CUDA's)
+    tb(USER, ("/env/lib/python3.10/site-packages/flash_attn/flash_attn_interface.py", "<module>",
+              "import flash_attn_2_cuda as flash_attn_cuda"),
+       exc="ImportError: /env/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-"
+           "linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"),
+    # the installed exporter older than the opset the script asks for
+    tb(USER, ("/env/lib/python3.10/site-packages/torch/onnx/symbolic_helper.py",
+              "_set_opset_version", 'raise ValueError("Unsupported ONNX opset version: " + '
+                                    'str(opset_version))'),
+       exc="ValueError: Unsupported ONNX opset version: 16"),
+])
+def test_a_version_rules_placement_alone_names_the_cause(log: str) -> None:
+    """No signal of the version rule on the lines, but the root rule that places the failure
+    is a version rule's: the cause is named, modestly, and credited to the version rule."""
+    diagnosis = diagnose(log)
+    assert (diagnosis.cause, diagnosis.root.value) == ("version_incompatibility", "environment")
+    assert diagnosis.rule_id == "MR-ENV-003" and diagnosis.confidence == 0.55
+    assert [e.line for e in diagnosis.evidence] == [log.count("\n")]
+
+
+def test_a_signature_the_users_own_call_gets_wrong_names_no_cause() -> None:
+    """The same TypeError raised at the user's own call is the code's: no version cause."""
+    diagnosis = diagnose(tb(USER, exc="TypeError: run_epoch() missing 1 required positional "
+                                      "argument: 'epoch'"))
+    assert diagnosis.cause is None and diagnosis.root.value == "code"
+
+
+@pytest.mark.parametrize(("log", "rule", "root"), [
+    # resuming an optimizer whose checkpoint was written for other parameters
+    (tb(USER, ("/env/lib/python3.7/site-packages/torch/optim/optimizer.py", "load_state_dict",
+               'raise ValueError("loaded state dict contains a parameter group "'),
+        exc="ValueError: loaded state dict contains a parameter group that doesn't match the "
+            "size of optimizer's group"), "MR-ROOT-128", "config"),
+    # safetensors refusing a tied lm_head
+    (tb(USER, ("/env/lib/python3.12/site-packages/accelerate/accelerator.py", "save_state",
+               "save_model(model, output_dir)"),
+        exc="RuntimeError: \n            Some tensors share memory, this will lead to duplicate "
+            "memory on disk and potential differences when loading them again: "
+            "[{'lm_head.weight', 'transformer.wte.weight'}]."), "MR-ROOT-127", "code"),
+])
+def test_root_rules_of_rounds_d10_c56_w50(log: str, rule: str, root: str) -> None:
+    diagnosis = diagnose(log)
+    assert (diagnosis.rule_id, diagnosis.root.value) == (rule, root)

@@ -20,6 +20,7 @@ from minrepro.diagnose.rules.registry import RuleSet
 from minrepro.model import (
     Alternative,
     Diagnosis,
+    Evidence,
     Failure,
     Finding,
     ParamValue,
@@ -29,13 +30,17 @@ from minrepro.model import (
     package_versions,
 )
 from minrepro.patterns import lazy
-from minrepro.taxonomy import ROOT_OF
+from minrepro.taxonomy import CATEGORY_OF, ROOT_OF
 
 THRESHOLD = 0.5  # the least confidence at which a cause is named
 EXPLAINED_SHARE = 0.5  # what a finding keeps of its score when another explains it, or it
 #: is the cascade of a crash
 MAX_EVIDENCE = 8
 CORROBORATION = 0.25  # what a root rule's placement adds to a weak finding of its cause
+#: the confidence of a cause named by its root rule's placement alone (a signature refused at
+#: a framework's hook, an ImportError of an installed package's own name): the rule's own
+#: reading of the failure, where no signal of the cause's rules is on its lines
+PLACEMENT_ONLY = 0.55
 
 _SIGNALS = {2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
 _DTYPES = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16",
@@ -66,7 +71,7 @@ def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Dia
     placed: RootRule | None = None  # the first failure's root rule, asked only below THRESHOLD
     if not merged or merged[0].score < THRESHOLD:
         placed = _placed(context)
-        merged = _rank(_corroborated(merged, context, placed))
+        merged = _rank(_corroborated(merged, context, placed, rules))
     alternatives = tuple(Alternative(f.cause, f.category, f.score) for f in merged[1:4])
     if not merged or merged[0].score < THRESHOLD:
         return _undiagnosed(merged, alternatives, context, placed)
@@ -100,19 +105,33 @@ def _placed(context: Context) -> RootRule | None:
     return root_of(first, trained=len(context.loss_curve) >= TRAINED_POINTS)
 
 
-def _corroborated(findings: list[Finding], context: Context,
-                  rule: RootRule | None) -> list[Finding]:
+def _corroborated(findings: list[Finding], context: Context, rule: RootRule | None,
+                  rules: RuleSet) -> list[Finding]:
     """A finding too weak alone, on the first failure's own lines, of the cause the failure's
     root `rule` says its placement is evidence of (a keyword refused at a call into a library:
     the version rule's match and the signal's are two readings of one exception) gains
-    CORROBORATION."""
+    CORROBORATION; where no rule of that cause found anything, the placement names it alone
+    (at PLACEMENT_ONLY)."""
     first = context.first_failure
     if first is None or not context.first_is_failure or rule is None or not rule.corroborates:
         return findings
+    if not any(f.cause == rule.corroborates for f in findings):
+        return [*findings, _placement(first, rule, rules)]
     return [replace(f, score=min(round(f.score + CORROBORATION, 3), 0.99))
             if f.cause == rule.corroborates
             and any(first.first_line <= e.line <= first.line for e in f.evidence) else f
             for f in findings]
+
+
+def _placement(first: Failure, rule: RootRule, rules: RuleSet) -> Finding:
+    """The cause a root rule's placement is evidence of, where no rule of that cause saw
+    anything: named at PLACEMENT_ONLY and credited to the cause's own rule, the failure's
+    exception line its evidence."""
+    credited = next(iter(rules.for_cause(rule.corroborates)), None)
+    return Finding(rule_id=credited.id if credited else "", cause=rule.corroborates,
+                   category=CATEGORY_OF[rule.corroborates], score=PLACEMENT_ONLY,
+                   first_line=first.first_line,
+                   evidence=(Evidence(line=first.line, text=first.headline, rank=first.rank),))
 
 
 def _undiagnosed(merged: list[Finding], alternatives: tuple[Alternative, ...],

@@ -153,6 +153,20 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
     RootRule("MR-ROOT-018", E, "A library call passes a keyword its installed version does "
              "not take", _KEYWORD_FIX, types=("TypeError",),
              message=r"(?:__init__|forward|\w+)\(\) got an unexpected keyword argument"),
+    # torch.onnx.export asked for an opset newer than the installed exporter knows
+    RootRule("MR-ROOT-126", E, "The installed torch's ONNX exporter does not know the opset "
+             "asked for", "Install the torch release the export script was written for (each "
+             "release's exporter has a highest opset), or export with an opset the installed "
+             "one supports.", types=("ValueError",), message=r"Unsupported ONNX opset version",
+             corroborates=VERSION),
+    # safetensors refuses to write tensors that share memory (an lm_head tied to the input
+    # embeddings): the save call, not the model, must handle the tie
+    RootRule("MR-ROOT-127", K, "The model's tied weights share memory, which safetensors will "
+             "not write as two tensors", "Save with the framework's call that knows the tie "
+             "(model.save_pretrained, accelerator.save_model), or clone the tied weight into "
+             "its own Parameter before saving; safe_serialization=False writes a pickle "
+             "instead.", message=r"Some tensors share memory, this will lead to duplicate "
+                                 r"memory on disk"),
     RootRule("MR-ROOT-015", E, "The installed library no longer supports what the code uses",
              "Install the version the code was written for, or port the code to the new API.",
              message=r"(?i)no longer supported|has been removed|was removed in|"

@@ -280,6 +280,16 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              message=r"/\s*\(?\s*(?:len\(|[\w.\[\]'\"]*(?:samples|loader|dataset|iterable|"
                      r"batches|steps_per_epoch|epoch_size|iters_per_epoch|num_batch\w*|"
                      r"n_batch\w*)\b)"),
+    # an optimizer's state from a checkpoint of another model (parameters added or removed
+    # since it was saved): the resume, not the training code
+    RootRule("MR-ROOT-128", C, "The checkpoint's optimizer state does not fit the model's "
+             "parameters (the model changed since the checkpoint was saved)", "Load the model "
+             "weights only and start a new optimizer (skip optimizer.load_state_dict), or "
+             "resume with the code and settings that wrote the checkpoint.",
+             types=("ValueError",),
+             message=r"loaded state dict contains a parameter group that doesn't match the "
+                     r"size of optimizer's group|loaded state dict has a different number of "
+                     r"parameter groups"),
     RootRule("MR-ROOT-034", C, "A required setting is missing or out of range",
              "Check the setting the message names.", types=("ValueError", "KeyError",
                                                            "AssertionError"),
