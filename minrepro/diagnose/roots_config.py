@@ -290,6 +290,20 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              message=r"loaded state dict contains a parameter group that doesn't match the "
                      r"size of optimizer's group|loaded state dict has a different number of "
                      r"parameter groups"),
+    # PEFT's LoRA target_modules naming no module of the base model (a pattern for another
+    # architecture, a typo); an empty list is what the code's own module discovery found
+    RootRule("MR-ROOT-129", C, "The LoRA target modules the config names match no module of "
+             "the base model", "Print the model's module names (model.named_modules()) and "
+             "set target_modules to names or a pattern of this architecture "
+             "('q_proj', 'v_proj', ... or 'all-linear').", types=("ValueError",),
+             message=r"Target modules (?!\[\]|set\(\))\S[^\n]* not found in the base model"),
+    # a sample longer than the max length the job is configured for (verl's prompt length,
+    # a tokenizer's max_length): the setting or the data's filter, not the code
+    RootRule("MR-ROOT-130", C, "A sequence is longer than the max length the job is set for",
+             "Raise the max length setting (max_prompt_length, max_length) or filter / "
+             "truncate the longer samples before training.",
+             message=r"(?i)(?:length|len)\w*[ =]+\d+ is (?:larger|greater|longer) than "
+                     r"\w*max_\w*(?:length|len)"),
     RootRule("MR-ROOT-034", C, "A required setting is missing or out of range",
              "Check the setting the message names.", types=("ValueError", "KeyError",
                                                            "AssertionError"),
