@@ -34,6 +34,8 @@ CLAMPED = [
     ("shape_mismatch", "cat", {"actual": 401, "expected": 402}),
     ("shape_mismatch", "batch", {"actual": 511, "expected": 23}),
     ("shape_mismatch", "batch", {"actual": 9000, "expected": 8999}),
+    ("shape_mismatch", "broadcast", {"actual": 128, "expected": 1024}),
+    ("shape_mismatch", "broadcast", {"actual": 1, "expected": 2}),  # a size 1 broadcasts
     ("state_dict_mismatch", "size", {"param": "fc.weight", "checkpoint_shape": "1000, 2048",
                                      "model_shape": "512, 2048"}),
     ("inplace_autograd", "default", {"shape": "100000, 100000", "node": "SigmoidBackward0",
