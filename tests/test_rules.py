@@ -232,6 +232,20 @@ def test_a_comment_in_the_source_line_of_a_traceback_is_no_evidence() -> None:
     assert "undetached_loss_list" in {f.cause for f in matcher.findings()}
 
 
+def test_a_printed_settings_file_is_its_authors_comments_no_evidence() -> None:
+    """nanoGPT prints its config file into the log: `# we expect to overfit on this small
+    dataset` is the author's expectation, not the run; the settings themselves still read."""
+    config = ["Overriding config with config/train_shakespeare_char.py:",
+              "eval_interval = 250 # keep frequent because we'll overfit",
+              "# we expect to overfit on this small dataset, so only save when val improves",
+              "always_save_checkpoint = False"]
+    lines = [Line(line=n, text=t) for n, t in enumerate(config, start=1)]
+    assert diagnose_lines(iter(lines)).cause is None
+    matcher = RuleMatcher(RULES)
+    matcher.feed(Line(line=1, text="the model overfits: val loss rises while train loss falls"))
+    assert "overfitting" in {f.cause for f in matcher.findings()}
+
+
 def _softmax_finding(gap: int):
     """A half-precision cast, `gap` filler lines, then softmax's backward returning NaN."""
     rows = ["model = model.cuda().half()"] + [f"step {i} ok" for i in range(gap)] + [

@@ -15,6 +15,7 @@ per line.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -138,6 +139,7 @@ class RuleMatcher:
         # The line before was a traceback's `File "...", line N, in f`: this one is the source
         # line Python quotes (`ckpt = torch.load(w)  # avoid a CUDA memory leak`).
         self._after_frame = False
+        self._code = False  # the last line with text was a printed file's code
         self._primary_line: dict[int, int] = {}  # rule -> the last line a primary of it hit
         # lines whose waiting searches were not run yet: (line, text, the candidates)
         self._waiting: deque[tuple[Line, str, list[Candidate]]] = deque(maxlen=_WAITING_LINES)
@@ -145,8 +147,16 @@ class RuleMatcher:
     def feed(self, line: Line) -> None:
         text = line.text
         after_frame, self._after_frame = self._after_frame, _is_frame(text)
-        if after_frame and "#" in text:  # Python's copy of the source: its comment is no
-            text = text.partition("#")[0].rstrip()  # evidence (the line is still shown whole)
+        # Python's copy of the source, or a printed source or settings file (nanoGPT prints
+        # its config file): a comment is its author talking, no evidence (the line is still
+        # shown whole)
+        stripped = text.lstrip()
+        code = ("=" in text and _ASSIGNMENT.match(text) is not None) or (
+            self._code and stripped.startswith("#"))
+        if stripped:  # a blank line between a file's sections keeps its state
+            self._code = code
+        if "#" in text and (after_frame or code):
+            text = text.partition("#")[0].rstrip()
         prose = line.line <= PROSE_LINES
         self._chars += len(text)
         memo = self._memo[prose]
@@ -297,6 +307,12 @@ _WAITING_LINES = 256  # lines kept with the searches they wait for
 def _waits(signal: Signal) -> bool:
     return (signal.role is Role.SUPPORT and signal.within <= WAIT_WITHIN
             and "(?P<" not in signal.source)
+
+
+#: a line of printed code or settings: an assignment (`eval_interval = 250 # keep frequent
+#: because we'll overfit`); a comment after one is the file's too (`# we expect to overfit`),
+#: where a report's Markdown heading (`# NaNs in MultiheadAttention`) is not
+_ASSIGNMENT = re.compile(r"\s*[A-Za-z_][\w.]*(?:\[[^\]#]*\])?\s*[-+*/]?=\s*[^=\s]")
 
 
 def _is_frame(text: str) -> bool:
