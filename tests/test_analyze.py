@@ -15,6 +15,7 @@ from minrepro.diagnose.analyze.events import (
 )
 from minrepro.diagnose.analyze.trends import classes_for
 from minrepro.model import EnvFact, Line, LossScaleEvent, MetricRecord, NcclTimeout, OomReport
+from tests.test_failures import diagnose
 
 GIB = 1 << 30
 
@@ -569,3 +570,15 @@ def test_a_binary_classifier_at_its_prior_entropy_has_learned_nothing() -> None:
     assert curve(losses + stuck)["loss_stagnation"].score >= 0.6
     learning = [{"eval_accuracy": a} for a in (0.59, 0.70, 0.78, 0.84, 0.88, 0.90, 0.91)]
     assert "loss_stagnation" not in curve(losses + learning)
+
+
+def test_a_run_that_finished_with_a_loss_frozen_for_ten_records_trained_nothing() -> None:
+    """Megatron's `lm loss: 1.040111E+01` the same fifteen times and then its own "done": the
+    finish does not make a loss that never moved in any printed digit healthy."""
+    rows = [f"iteration {i:>8}/      15 | lm loss: 1.040111E+01 | grad norm: 0.000" for i in
+            range(1, 16)]
+    log = "\n".join([*rows, "[after training is done] datetime: 2026-03-27 17:32:31"]) + "\n"
+    diagnosis = diagnose(log)
+    assert diagnosis.cause == "loss_stagnation" and diagnosis.confidence >= 0.5
+    short = "\n".join([*rows[:7], "[after training is done] datetime: 2026-03-27"]) + "\n"
+    assert diagnose(short).cause is None  # seven records: a snippet, not a run

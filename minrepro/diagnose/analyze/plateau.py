@@ -30,6 +30,7 @@ from minrepro.model import Finding
 FLAT_TOLERANCE = 0.02  # relative spread of the levels under which a curve is flat
 FLAT_POINTS = 40  # a curve this long that is flat is stuck (a short one may be a snippet)
 FLAT_EVALS = 8  # evaluations that show the same held-out loss
+FROZEN_POINTS = 10  # records of the very same loss that say no step moved the model
 PRIOR_TOLERANCE = 0.03  # relative distance from the majority share's entropy
 EXACT_CLASSES = 50  # above it, a level at ln C to four decimals is as likely chance
 
@@ -87,8 +88,10 @@ def _plateau_finding(state: CurveState, series: Series, *, summed: bool,
     elif classes:
         score = 0.65 if settled(values) or prior else 0.45
     elif frozen(values) and not held_out:
-        score = 0.6  # not one digit moves: no step changes the model (no gradient reaches it;
-        # resumed or not: a converged loss still moves in its last digits)
+        # not one digit moves: no step changes the model (no gradient reaches it; resumed or
+        # not: a converged loss still moves in its last digits); over FROZEN_POINTS records
+        # not even a run that says it finished trained anything
+        score = 0.65 if len(values) >= FROZEN_POINTS else 0.6
     elif (series.first_epoch or 0) > 1:
         score = 0.4  # a resumed run that starts on its plateau may just have converged
     elif held_out:  # evaluation after evaluation the same, and no metric got better
