@@ -795,3 +795,17 @@ def test_the_watchdogs_timeout_takes_the_type_of_the_abort_it_ends_in() -> None:
     failure = diagnosis.failure
     assert failure is not None and failure.kind.value == "nccl_timeout"
     assert failure.exc_type == "c10::DistBackendError" and failure.rank == 0
+
+
+def test_a_later_attempts_failure_of_another_type_does_not_name_the_first() -> None:
+    """Attempts appended to one log: the first died unpacking its batch, a later one (the
+    loop rewritten) on a shape mismatch: what failed first is the ValueError, and the shape
+    mismatch is not its cause; a later copy of the same exception still is."""
+    first = traceback("ValueError: too many values to unpack (expected 2)", "/srv/app/train.py")
+    later = traceback("RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x512 and "
+                      "256x10)", "/srv/app/train.py")
+    diagnosis = diagnose(first + "module load cuda/11.8\nepoch 0\n" + later)
+    assert diagnosis.failure.exc_type == "ValueError" and diagnosis.cause is None
+    assert diagnosis.root.value == "code"
+    again = diagnose(later + "epoch 0\n" + later)
+    assert again.cause == "shape_mismatch"

@@ -65,8 +65,9 @@ class Context:
 
 
 def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Diagnosis:
-    merged = _rank(_damp(_merge(findings),
-                         context.first_failure if context.first_is_failure else None))
+    merged = _rank(_later(_damp(_merge(findings),
+                                context.first_failure if context.first_is_failure else None),
+                          context))
     merged = [f for f in merged if f.score > 0]  # a pure veto names no alternative
     placed: RootRule | None = None  # the first failure's root rule, asked only below THRESHOLD
     if not merged or merged[0].score < THRESHOLD:
@@ -268,6 +269,23 @@ def _damp(findings: list[Finding], first: Failure | None = None) -> list[Finding
             factor *= EXPLAINED_SHARE
         damped.append(replace(finding, score=round(finding.score * factor, 3)))
     return damped
+
+
+def _later(findings: list[Finding], context: Context) -> list[Finding]:
+    """A crash finding wholly on the lines of a later failure of another type, where the
+    first failure is an exception of its own (attempts appended to one log: the first failed
+    with a ValueError, a later one with a shape mismatch), keeps EXPLAINED_SHARE: the
+    diagnosis is of what failed first (a later copy of the same exception is still it)."""
+    first = context.first_failure
+    if first is None or not context.first_is_failure or not first.exc_type or first.stopped:
+        return findings
+    later = min((f.first_line for f in context.failures if f.first_line > first.line
+                 and f.short_type != first.short_type), default=0)
+    if not later:
+        return findings
+    return [replace(f, score=round(f.score * EXPLAINED_SHARE, 3))
+            if f.severity is Severity.CRASH and not f.cascade and f.evidence
+            and min(e.line for e in f.evidence) >= later else f for f in findings]
 
 
 def _rank(findings: list[Finding]) -> list[Finding]:
