@@ -870,6 +870,11 @@ def test_a_signature_the_users_own_call_gets_wrong_names_no_cause() -> None:
                "raise NotImplementedError(f'{sequence_length=} is larger than {max_length=}')"),
         exc="NotImplementedError: sequence_length=888 is larger than max_length=768"),
      "MR-ROOT-130", "config"),
+    # a scheduler resumed on an optimizer whose state was not loaded
+    (tb(USER, ("/env/lib/python3.8/site-packages/torch/optim/lr_scheduler.py", "__init__",
+               "raise KeyError(\"param 'initial_lr' is not specified \""),
+        exc="KeyError: \"param 'initial_lr' is not specified in param_groups[0] when resuming "
+            "an optimizer\""), "MR-ROOT-131", "config"),
 ])
 def test_root_rules_of_rounds_d10_c56_c57(log: str, rule: str, root: str) -> None:
     diagnosis = diagnose(log)

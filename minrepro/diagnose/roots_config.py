@@ -304,6 +304,14 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              "truncate the longer samples before training.",
              message=r"(?i)(?:length|len)\w*[ =]+\d+ is (?:larger|greater|longer) than "
                      r"\w*max_\w*(?:length|len)"),
+    # an lr scheduler built with last_epoch (a resume) on an optimizer whose state was not
+    # loaded: the resume's order or settings, not the training code
+    RootRule("MR-ROOT-131", C, "A scheduler resumes (last_epoch set) on an optimizer whose "
+             "saved state was not loaded", "Load the optimizer's state_dict before building "
+             "the scheduler, or build it with last_epoch=-1 and load the scheduler's own "
+             "state_dict; starting from weights only, do not pass the checkpoint's epoch.",
+             types=("KeyError",), message=r"param 'initial_lr' is not specified in "
+                                          r"param_groups\[\d+\] when resuming"),
     RootRule("MR-ROOT-034", C, "A required setting is missing or out of range",
              "Check the setting the message names.", types=("ValueError", "KeyError",
                                                            "AssertionError"),
