@@ -237,12 +237,20 @@ def test_a_printed_settings_file_is_its_authors_comments_no_evidence() -> None:
     dataset` is the author's expectation, not the run; the settings themselves still read."""
     config = ["Overriding config with config/train_shakespeare_char.py:",
               "eval_interval = 250 # keep frequent because we'll overfit",
+              "",  # a blank line between the file's sections
               "# we expect to overfit on this small dataset, so only save when val improves",
               "always_save_checkpoint = False"]
     lines = [Line(line=n, text=t) for n, t in enumerate(config, start=1)]
     assert diagnose_lines(iter(lines)).cause is None
     matcher = RuleMatcher(RULES)
     matcher.feed(Line(line=1, text="the model overfits: val loss rises while train loss falls"))
+    assert "overfitting" in {f.cause for f in matcher.findings()}
+    # far below the file's last setting, a comment line is not the file's
+    matcher = RuleMatcher(RULES)
+    for n, text in enumerate(["max_iters = 5000", "step 1 loss 2.3", "step 2 loss 2.2",
+                              "step 3 loss 2.1", "# the model overfits: val loss rises while "
+                              "train loss falls"], start=1):
+        matcher.feed(Line(line=n, text=text))
     assert "overfitting" in {f.cause for f in matcher.findings()}
 
 

@@ -139,7 +139,7 @@ class RuleMatcher:
         # The line before was a traceback's `File "...", line N, in f`: this one is the source
         # line Python quotes (`ckpt = torch.load(w)  # avoid a CUDA memory leak`).
         self._after_frame = False
-        self._code = False  # the last line with text was a printed file's code
+        self._code_line = 0  # the last line of a printed file's code seen
         self._primary_line: dict[int, int] = {}  # rule -> the last line a primary of it hit
         # lines whose waiting searches were not run yet: (line, text, the candidates)
         self._waiting: deque[tuple[Line, str, list[Candidate]]] = deque(maxlen=_WAITING_LINES)
@@ -150,11 +150,11 @@ class RuleMatcher:
         # Python's copy of the source, or a printed source or settings file (nanoGPT prints
         # its config file): a comment is its author talking, no evidence (the line is still
         # shown whole)
-        stripped = text.lstrip()
-        code = ("=" in text and _ASSIGNMENT.match(text) is not None) or (
-            self._code and stripped.startswith("#"))
-        if stripped:  # a blank line between a file's sections keeps its state
-            self._code = code
+        code = "=" in text and _ASSIGNMENT.match(text) is not None
+        if not code and self._code_line and 0 < line.line - self._code_line <= _CODE_GAP:
+            code = text.lstrip().startswith("#")  # (a blank line between keeps it the file's)
+        if code:
+            self._code_line = line.line
         if "#" in text and (after_frame or code):
             text = text.partition("#")[0].rstrip()
         prose = line.line <= PROSE_LINES
@@ -309,6 +309,7 @@ def _waits(signal: Signal) -> bool:
             and "(?P<" not in signal.source)
 
 
+_CODE_GAP = 2  # a comment this many lines below a file's code is the file's (a blank between)
 #: a line of printed code or settings: an assignment (`eval_interval = 250 # keep frequent
 #: because we'll overfit`); a comment after one is the file's too (`# we expect to overfit`),
 #: where a report's Markdown heading (`# NaNs in MultiheadAttention`) is not
