@@ -72,13 +72,14 @@ def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Dia
     placed: RootRule | None = None  # the first failure's root rule, asked only below THRESHOLD
     if not merged or merged[0].score < THRESHOLD:
         placed = _placed(context)
-        merged = _rank(_corroborated(merged, context, placed, rules))
+        merged = _rank(_corroborated(merged, context, placed))
     alternatives = tuple(Alternative(f.cause, f.category, f.score) for f in merged[1:4])
     if not merged or merged[0].score < THRESHOLD:
         return _undiagnosed(merged, alternatives, context, placed)
     best = merged[0]
     # The rule credited is the one whose finding weighed most; a finding without an id (a
-    # hand-made one in a test) gets the first rule of its cause.
+    # hand-made one in a test, a cause named by placement alone) gets the first rule of its
+    # cause.
     rule = (rules.get(best.rule_id) if best.rule_id
             else next(iter(rules.for_cause(best.cause)), None))
     return Diagnosis(
@@ -106,8 +107,8 @@ def _placed(context: Context) -> RootRule | None:
     return root_of(first, trained=len(context.loss_curve) >= TRAINED_POINTS)
 
 
-def _corroborated(findings: list[Finding], context: Context, rule: RootRule | None,
-                  rules: RuleSet) -> list[Finding]:
+def _corroborated(findings: list[Finding], context: Context,
+                  rule: RootRule | None) -> list[Finding]:
     """A finding too weak alone, on the first failure's own lines, of the cause the failure's
     root `rule` says its placement is evidence of (a keyword refused at a call into a library:
     the version rule's match and the signal's are two readings of one exception) gains
@@ -117,19 +118,18 @@ def _corroborated(findings: list[Finding], context: Context, rule: RootRule | No
     if first is None or not context.first_is_failure or rule is None or not rule.corroborates:
         return findings
     if not any(f.cause == rule.corroborates for f in findings):
-        return [*findings, _placement(first, rule, rules)]
+        return [*findings, _placement(first, rule)]
     return [replace(f, score=min(round(f.score + CORROBORATION, 3), 0.99))
             if f.cause == rule.corroborates
             and any(first.first_line <= e.line <= first.line for e in f.evidence) else f
             for f in findings]
 
 
-def _placement(first: Failure, rule: RootRule, rules: RuleSet) -> Finding:
+def _placement(first: Failure, rule: RootRule) -> Finding:
     """The cause a root rule's placement is evidence of, where no rule of that cause saw
-    anything: named at PLACEMENT_ONLY and credited to the cause's own rule, the failure's
-    exception line its evidence."""
-    credited = next(iter(rules.for_cause(rule.corroborates)), None)
-    return Finding(rule_id=credited.id if credited else "", cause=rule.corroborates,
+    anything: named at PLACEMENT_ONLY, the failure's exception line its evidence (no rule id:
+    decide credits the cause's own first rule)."""
+    return Finding(rule_id="", cause=rule.corroborates,
                    category=CATEGORY_OF[rule.corroborates], score=PLACEMENT_ONLY,
                    first_line=first.first_line,
                    evidence=(Evidence(line=first.line, text=first.headline, rank=first.rank),))
