@@ -10,6 +10,7 @@ import yaml
 from minrepro.diagnose.rules.registry import load_rules
 from minrepro.repro.render import has_template, load_spec, template_dir
 from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF, ROOT_OF, TAXONOMY
+from minrepro.tools.scoring import CaseResult, case_line
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = yaml.safe_load((ROOT / "samples" / "labels.yaml").read_text(encoding="utf-8"))
@@ -48,3 +49,15 @@ def test_negative_samples() -> None:
 @pytest.mark.parametrize("cause", [c for c in ALL_CAUSES if has_template(c)])
 def test_every_template_says_what_its_failure_prints(cause: str) -> None:
     assert load_spec(cause).expect, f"templates/{cause}.yaml has no expect"
+
+
+def test_a_case_line_marks_a_wrong_root_or_exception_type_even_with_the_cause_right() -> None:
+    """The per-case line of the scoring tool shows what a round got wrong beyond the cause."""
+    right = CaseResult("a.log", None, None, 0.0, root=("code", "code"),
+                       exc_type=("torch.OutOfMemoryError", "OutOfMemoryError"))
+    assert "(wrong)" not in case_line(right)
+    wrong = CaseResult("b.log", None, None, 0.0, root=("data", None),
+                       exc_type=("KeyError", "IndexError"))
+    assert case_line(wrong).count("(wrong)") == 2 and "root data:none" in case_line(wrong)
+    healthy = CaseResult("c.log", None, None, 0.0, root=(None, "config"), healthy=True)
+    assert "root none:config (wrong)" in case_line(healthy)

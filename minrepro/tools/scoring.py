@@ -90,6 +90,21 @@ def summary(results: list[CaseResult]) -> str:
     return line
 
 
+def case_line(r: CaseResult) -> str:
+    """One line a case: the cause, then the root class and exception type where labelled."""
+    mark = "ok  " if r.right else "MISS"
+    line = f"{mark} {r.file:<45} expected={r.expected} got={r.got} ({r.confidence:.2f})"
+    if r.params_wrong:
+        line += f"  params differ: {', '.join(r.params_wrong)}"
+    if r.root is not None and (r.root[0] or r.healthy):
+        line += f"  root {r.root[0] or 'none'}:{r.root[1] or 'none'}"
+        line += "" if r.root[0] == r.root[1] else " (wrong)"
+    if r.exc_type is not None:
+        line += f"  exc {r.exc_type[0]}:{r.exc_type[1]}"
+        line += "" if same_type(*r.exc_type) else " (wrong)"
+    return line
+
+
 def same_type(labelled: str, got: str | None) -> bool:
     """The same exception type, qualified or not (torch.OutOfMemoryError = OutOfMemoryError)."""
     return got is not None and labelled.rsplit(".", 1)[-1] == got.rsplit(".", 1)[-1]
@@ -109,11 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"scoring: error: {err}", file=sys.stderr)
         return 2
     for r in results:
-        if args.verbose or not r.right or r.params_wrong:
-            mark = "ok  " if r.right else "MISS"
-            extra = f"  params differ: {', '.join(r.params_wrong)}" if r.params_wrong else ""
-            print(f"{mark} {r.file:<45} expected={r.expected} got={r.got}"
-                  f" ({r.confidence:.2f}){extra}")
+        if args.verbose or "(wrong)" in case_line(r) or not r.right or r.params_wrong:
+            print(case_line(r))
     print(summary(results))
     positives = [r for r in results if r.expected is not None]
     accuracy = sum(r.right for r in positives) / max(len(positives), 1)
