@@ -582,3 +582,24 @@ def test_a_run_that_finished_with_a_loss_frozen_for_ten_records_trained_nothing(
     assert diagnosis.cause == "loss_stagnation" and diagnosis.confidence >= 0.5
     short = "\n".join([*rows[:7], "[after training is done] datetime: 2026-03-27"]) + "\n"
     assert diagnose(short).cause is None  # seven records: a snippet, not a run
+
+
+def test_a_loss_nan_from_its_first_record_never_turned_nan_after_finite_steps() -> None:
+    """Two NaN losses from batch 1 of a run whose start the log shows: nothing finite came
+    before, so no step too large made them (too short a curve for MR-CONV-108 either)."""
+    log = ("INFO : Starting training pass on device cuda\n"
+           "INFO : Train batch 1/23 - loss=nan\nINFO : Train batch 11/23 - loss=nan\n")
+    assert diagnose(log).cause is None
+    # the same NaN after finite records is the divergence check's
+    grown = ("INFO : Train batch 1/23 - loss=0.71\nINFO : Train batch 6/23 - loss=0.69\n"
+             "INFO : Train batch 11/23 - loss=nan\nINFO : Train batch 16/23 - loss=nan\n")
+    assert diagnose(grown).cause == "lr_divergence"
+
+
+@pytest.mark.parametrize("epoch, stalled", [(0.04, False), (31.0, True)])
+def test_one_loss_record_at_ln_c_is_a_stall_only_past_the_runs_start(epoch: float,
+                                                                       stalled: bool) -> None:
+    """Every classifier (and DPO against its reference) starts at ln C: a lone first record
+    of 0.6931 in epoch 0.04 is the starting loss; the same lone record in epoch 31 is stuck."""
+    line = f"{{'loss': 0.6931, 'grad_norm': 24.79, 'learning_rate': 5e-06, 'epoch': {epoch}}}\n"
+    assert (diagnose(line).cause == "loss_stagnation") is stalled

@@ -140,8 +140,9 @@ def _lr_at(state: CurveState, line: int) -> dict[str, float]:
 def divergence(state: CurveState) -> Finding | None:
     losses = state.all("loss")
     for series in losses + state.all("eval_loss"):  # "total_val_loss: nan" counts too
-        if series.stayed_bad:
-            return _not_finite(state, series)
+        found = _not_finite(state, series) if series.stayed_bad else None
+        if found is not None:
+            return found
     held_out = state.main("eval_loss").values()
     if (falls(held_out) or len(held_out) == 2 and held_out[1] < 0.9 * held_out[0]
             or quality_improved(state)):
@@ -171,12 +172,16 @@ def divergence(state: CurveState) -> Finding | None:
     return None
 
 
-def _not_finite(state: CurveState, series: Series) -> Finding:
+def _not_finite(state: CurveState, series: Series) -> Finding | None:
     """A loss that turned NaN/Inf after finite steps and stayed so: most often a step too
-    large (fp16 scaling and softmax overflow have their own, stronger signals)."""
+    large (fp16 scaling and softmax overflow have their own, stronger signals). A loss NaN
+    from the first record of a log that shows the run's start never was finite: no step
+    blew it up (nan_at_start says what that points to, where the curve is long enough)."""
     bad = series.first_bad
     assert bad is not None
     before = [p for p in series.points() if p.line < bad.line]
+    if not before and _from_start(state):
+        return None
     grew = _grew_before(before)
     score = 0.75 if grew else 0.55 if len(before) >= 2 else 0.4
     evidence = ([before[0], max(before, key=lambda p: p.value)] if grew else []) + [bad]
