@@ -59,6 +59,8 @@ def _plateau_finding(state: CurveState, series: Series, *, summed: bool,
     values = [p.value for p in points]
     if not values:
         return None
+    if len(values) == 1 and _at_the_start(state, series):
+        return None  # every classifier starts at ln C: one record there shows no stall yet
     if len(values) < 4 and len(set(values)) > 1 or len(values) == 1:
         # Too few points for a plateau: only ending at ln(C) of a C-class task says "uniform".
         classes = None if summed else _evident_classes(state, values[-1], values)
@@ -99,6 +101,17 @@ def _plateau_finding(state: CurveState, series: Series, *, summed: bool,
     else:
         score = 0.55 if len(values) >= FLAT_POINTS else 0.45
     return finding(checks.LOSS_PLATEAU, score, [points[0], points[-1]], params=params)
+
+
+START_STEPS = 100  # a lone loss record at a step up to this is the run's starting loss
+
+
+def _at_the_start(state: CurveState, series: Series) -> bool:
+    """The series' record is of the run's first epoch or first steps, where the log says."""
+    if series.first_epoch is not None and series.first_epoch < 1:
+        return True
+    step = state.first_loss[1] if state.first_loss is not None else None
+    return step is not None and step <= START_STEPS
 
 
 def _at_prior_entropy(state: CurveState, level: float) -> bool:
