@@ -84,8 +84,9 @@ class Frame:
 
 
 _SITE_PACKAGE = lazy(r"[\\/](?:site|dist)-packages[\\/]([^\\/]+)")
-_STDLIB = lazy(r"[\\/]lib[\\/]python\d(?:\.\d+)?[\\/]|^<frozen |[\\/]Lib[\\/][^\\/]+\.py$",
-                     re.IGNORECASE)
+# (Windows keeps it in the install's own Lib folder; a repo's `lib/utils.py` is the repo's)
+_STDLIB = lazy(r"[\\/]lib[\\/]python\d(?:\.\d+)?[\\/]|^<frozen |\\(?:python\d*|"
+               r"(?:ana|mini)conda\d*|envs\\[^\\]+)\\Lib\\[^\\]+\.py$", re.IGNORECASE)
 _DISTRIBUTION = lazy(r"(?:-\d[^\\/]*)?(?:\.egg|\.py)?$")
 # an unpacked release of a library run from its source tree: `.../detectron2-0.3/detectron2/...`
 _RELEASE_TREE = lazy(r"[\\/]([A-Za-z_]\w*)-v?\d+(?:\.\w+)+[\\/]\1[\\/]")

@@ -164,6 +164,10 @@ def test_the_taxonomy_is_printed_for_users_without_design_md() -> None:
     ("<frozen runpy>", "stdlib"),
     ("train.py", None),
     ("/home/alice/proj/models/bert.py", None),
+    ("C:\\Users\\a\\AppData\\Local\\Programs\\Python\\Python311\\Lib\\threading.py", "stdlib"),
+    ("C:\\Users\\a\\anaconda3\\envs\\torch\\lib\\runpy.py", "stdlib"),
+    ("/home/kevin/git/RecycleGAN/lib/utils.py", None),  # a repo's own lib folder
+    ("C:\\work\\repo\\lib\\utils.py", None),
     ("Cell In[5], line 3", None),
 ])
 def test_frame_package_from_its_path(path: str, package: str | None) -> None:
