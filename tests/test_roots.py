@@ -911,3 +911,20 @@ def test_an_extension_built_against_another_torch_is_a_version_break_not_cuda() 
             "linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"))
     assert (diagnosis.cause, diagnosis.root.value) == ("version_incompatibility", "environment")
     assert diagnosis.confidence > 0.6
+
+
+@pytest.mark.parametrize(("code", "rule"), [
+    ("if isinstance(self.data_paths[0], tuple):", "MR-ROOT-133"),
+    ("ckpt = sorted(glob.glob(os.path.join(args.ckpt_dir, '*.pth')))[-1]", "MR-ROOT-133"),
+    ("first = os.listdir(root)[0]", "MR-ROOT-133"),
+    # an index into the code's own values is the code's
+    ("token = tokens[i + 1]", None),
+])
+def test_the_first_of_an_empty_file_list_is_a_path_that_matched_nothing(
+        code: str, rule: str | None) -> None:
+    diagnosis = diagnose(tb(("/srv/app/data/dataset.py", "__init__", code),
+                            exc="IndexError: list index out of range"))
+    if rule:
+        assert diagnosis.rule_id == rule and diagnosis.root.value == "config"
+    else:
+        assert diagnosis.rule_id != "MR-ROOT-133" and diagnosis.root.value == "code"

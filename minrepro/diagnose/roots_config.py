@@ -39,6 +39,15 @@ CONFIG_RULES: tuple[RootRule, ...] = (
     RootRule("MR-ROOT-030", C, "A path in the config or command does not exist",
              "Check the data / checkpoint / output paths the job was given.",
              types=("FileNotFoundError", "NotADirectoryError", "IsADirectoryError")),
+    # the first of a list of files a folder or glob gave (`self.data_paths[0]`,
+    # `glob(...)[0]`): the list is empty, the path or pattern the job was given matched nothing
+    RootRule("MR-ROOT-133", C, "A list of files the job's path or pattern should have found "
+             "is empty", "Check the data / checkpoint path and file pattern the job was given "
+             "(print the folder's listing): the glob or folder matched no file.",
+             types=("IndexError",), scope="raise",
+             message=r"list index out of range\n(?:.*\b\w*(?:path|file|dir|folder|img|image|"
+                     r"ckpt|checkpoint|shard)s?\w*\s*\[\s*-?[01]\s*\]|.*\b(?:i?glob|listdir|"
+                     r"scandir)\([^\n]*\)\s*\)?\s*\[)"),
     # a service the job logs into (W&B, the HF hub, a gated model) without its key or token:
     # the job's settings, not the network (before MR-ROOT-080: a 401 is an answer)
     RootRule("MR-ROOT-095", C, "The job uses a service it has no credentials for (an API key "
