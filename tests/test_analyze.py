@@ -46,6 +46,18 @@ def test_fragmentation_arithmetic(requested, allocated, reserved, fragmented) ->
     assert cause == ("allocator_fragmentation" if fragmented else "cuda_oom")
 
 
+@pytest.mark.parametrize(("capacity", "free", "fragmented"), [
+    (39.59, 0.47, False),  # 37 GiB of a 40 GiB card held outside this process's pool
+    (2.50, 0.30, True),  # the pool is most of the card: its split blocks are what ran out
+])
+def test_a_pool_beside_a_card_another_process_holds_is_no_fragmentation(
+        capacity: float, free: float, fragmented: bool) -> None:
+    report = OomReport(line=1, requested_bytes=int(0.69 * GIB), allocated_bytes=int(0.97 * GIB),
+                       reserved_bytes=int(1.72 * GIB), capacity_bytes=int(capacity * GIB),
+                       free_bytes=int(free * GIB))
+    assert is_fragmented(report) is fragmented
+
+
 def test_plateau_at_ln_c_gives_class_count() -> None:
     found = curve([{"loss": math.log(10) + d} for d in (0.004, -0.003, 0.002, -0.001, 0.0)])
     params = dict(found["loss_stagnation"].params)

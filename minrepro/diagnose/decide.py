@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from minrepro.diagnose.analyze.events import HELD_ELSEWHERE
 from minrepro.diagnose.rootrule import RootRule
 from minrepro.diagnose.roots import root_of
 from minrepro.diagnose.rules.pack import Rule
@@ -204,8 +205,6 @@ def root_of_cause(best: Finding, rule: Rule | None, context: Context) -> RootCla
     return root
 
 
-_HELD_ELSEWHERE = 0.5  # of the card's memory, neither free nor reserved by this process
-
 
 def _held_elsewhere(pairs: tuple[tuple[str, ParamValue], ...]) -> bool | None:
     """The OOM report's numbers leave most of the card to something else: what is neither
@@ -219,7 +218,7 @@ def _held_elsewhere(pairs: tuple[tuple[str, ParamValue], ...]) -> bool | None:
     if not (isinstance(capacity, (int, float)) and isinstance(free, (int, float))
             and isinstance(reserved, (int, float))) or capacity <= 0:
         return None
-    return capacity - free - reserved > _HELD_ELSEWHERE * capacity
+    return capacity - free - reserved > HELD_ELSEWHERE * capacity
 
 
 def _merge(findings: Iterable[Finding]) -> list[Finding]:

@@ -21,6 +21,8 @@ FRAGMENTED_SHARE = 0.25
 #: more (a few hundred MiB of split blocks is ordinary slack on a full card).
 SOME_SHARE = 0.15
 SOME_BYTES = 1 << 30
+#: Of the card's memory, neither free nor reserved by this process: another process holds it.
+HELD_ELSEWHERE = 0.5
 #: Dynamic loss scaling halves a few times at start-up; this many reductions, never regrowing,
 #: to a scale this low (from 2**16), is not that.
 MANY_REDUCTIONS = 8
@@ -70,7 +72,8 @@ class OomAnalyzer:
 def is_fragmented(report: OomReport) -> bool:
     """Enough memory is reserved but unallocated to serve the request, and it is a large share
     of the pool: the allocator holds it in blocks it cannot use. (A few percent of the pool
-    unallocated is normal rounding slack, however large next to a small request.)"""
+    unallocated is normal rounding slack, however large next to a small request; nor is a
+    pool beside a card most of which another process holds.)"""
     requested, allocated, reserved = (report.requested_bytes, report.allocated_bytes,
                                       report.reserved_bytes)
     if requested is None or allocated is None or reserved is None:
@@ -80,6 +83,9 @@ def is_fragmented(report: OomReport) -> bool:
         unallocated, reserved = reserved, reserved + allocated
     else:
         unallocated = reserved - allocated
+    capacity, free = report.capacity_bytes, report.free_bytes
+    if capacity and free is not None and capacity - free - reserved > HELD_ELSEWHERE * capacity:
+        return False  # most of the card is another process's: this pool is not what ran out
     share = unallocated / reserved if reserved else 0.0
     # The message rounds to two decimals: 1.67 GiB unallocated "equals" a 1.67 GiB request.
     return unallocated >= 0.98 * requested and (
