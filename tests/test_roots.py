@@ -928,3 +928,14 @@ def test_the_first_of_an_empty_file_list_is_a_path_that_matched_nothing(
         assert diagnosis.rule_id == rule and diagnosis.root.value == "config"
     else:
         assert diagnosis.rule_id != "MR-ROOT-133" and diagnosis.root.value == "code"
+
+
+def test_a_config_delete_directive_handed_to_its_class_is_the_configs() -> None:
+    """`_delete_=True` in an mmcv config that inherits nothing reaches the optimizer's
+    constructor: no installed version refuses it, the config does."""
+    diagnosis = diagnose(tb(
+        ("/opt/conda/lib/python3.10/site-packages/mmcv/utils/registry.py", "build_from_cfg",
+         "return obj_cls(**args)"),
+        exc="TypeError: AdamW.__init__() got an unexpected keyword argument '_delete_'"))
+    assert diagnosis.cause is None and diagnosis.rule_id == "MR-ROOT-134"
+    assert diagnosis.root.value == "config"

@@ -126,9 +126,9 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "installed version does not have",
              "Pin the versions the code needs (pip install 'pkg==X'); compare pip freeze "
              "with the repo's requirements.", types=("TypeError", "AttributeError"),
-             message=r"module '[\w.]+' has no attribute|"
-                     r"got multiple values for argument|takes \d+ positional arguments? but "
-                     r"\d+ (?:were|was) given", raised_in=LIBRARY,
+             message=r"module '(?!torch\._C' has no attribute '_cuda_)[\w.]+' has no "
+                     r"attribute|got multiple values for argument|takes \d+ positional "
+                     r"arguments? but \d+ (?:were|was) given", raised_in=LIBRARY,
              corroborates=VERSION),
     # a Trainer subclass's hook written for an older release, called with the newer signature
     # (transformers 4.46 passes num_items_in_batch to training_step and compute_loss)
@@ -145,6 +145,12 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
     # (`TrainingArguments.__init__() got an unexpected keyword argument 'evaluation_strategy'`)
     # ... called through its module (`smp.decoders.unet.decoder.UnetDecoder(`, `torch.load(`):
     # the callee is the library's, not a class of the repo's own that the call does not fit
+    # an mmcv/mmengine config's `_delete_=True` reached the class it configures: it replaces a
+    # base config's dict only where the config inherits one (`_base_`), else it is passed on
+    RootRule("MR-ROOT-134", C, "A config's `_delete_` directive was passed on to the class it "
+             "configures", "Use `_delete_=True` only in a config that inherits the dict from a "
+             "`_base_` config; elsewhere drop it (the dict is the whole setting already).",
+             types=("TypeError",), message=r"unexpected keyword argument '_delete_'"),
     RootRule("MR-ROOT-118", E, "A call into a library's module passes a keyword its installed "
              "version does not take", _KEYWORD_FIX, types=("TypeError",), scope="raise",
              message=r"\b(\w+)(?:\.__init__)?\(\) got an unexpected keyword argument[^\n]*\n"
