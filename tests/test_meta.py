@@ -10,7 +10,7 @@ import yaml
 from minrepro.diagnose.rules.registry import load_rules
 from minrepro.repro.render import has_template, load_spec, template_dir
 from minrepro.taxonomy import ALL_CAUSES, CATEGORY_OF, ROOT_OF, TAXONOMY
-from minrepro.tools.scoring import CaseResult, case_line
+from minrepro.tools.scoring import CaseResult, case_line, summary
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = yaml.safe_load((ROOT / "samples" / "labels.yaml").read_text(encoding="utf-8"))
@@ -61,3 +61,6 @@ def test_a_case_line_marks_a_wrong_root_or_exception_type_even_with_the_cause_ri
     assert case_line(wrong).count("(wrong)") == 2 and "root data:none" in case_line(wrong)
     healthy = CaseResult("c.log", None, None, 0.0, root=(None, "config"), healthy=True)
     assert "root none:config (wrong)" in case_line(healthy)
+    ranked = CaseResult("d.log", "nccl_timeout", "nccl_timeout", 0.9, first_rank=(2, 0))
+    assert case_line(ranked).endswith("rank 2:0 (wrong)")
+    assert "first rank right: 0/1" in summary([ranked])

@@ -33,6 +33,7 @@ class CaseResult:
     root: tuple[str | None, str | None] | None = None  # (labelled, got) where labelled
     exc_type: tuple[str, str | None] | None = None
     healthy: bool = False
+    first_rank: tuple[int, int | None] | None = None  # (labelled, got) where labelled
 
     @property
     def right(self) -> bool:
@@ -58,7 +59,9 @@ def score_case(folder: Path, case: dict) -> CaseResult:
         case["file"], expected, diagnosis.cause, diagnosis.confidence, wrong,
         root=(case.get("root"), got_root) if "root" in case or healthy else None,
         exc_type=(case["exc_type"], failure.exc_type if failure else None)
-        if case.get("exc_type") else None, healthy=healthy)
+        if case.get("exc_type") else None, healthy=healthy,
+        first_rank=(case["first_rank"], failure.rank if failure else None)
+        if case.get("first_rank") is not None else None)
 
 
 def score_folder(folder: Path) -> list[CaseResult]:
@@ -83,6 +86,9 @@ def summary(results: list[CaseResult]) -> str:
     types = [r.exc_type for r in results if r.exc_type is not None]
     if types:
         line += f"  first exception type right: {sum(same_type(*t) for t in types)}/{len(types)}"
+    ranks = [r.first_rank for r in results if r.first_rank is not None]
+    if ranks:
+        line += f"  first rank right: {sum(a == b for a, b in ranks)}/{len(ranks)}"
     healthy = [r for r in results if r.healthy]
     if healthy:
         rooted = sum(r.root is not None and r.root[1] is not None for r in healthy)
@@ -102,6 +108,9 @@ def case_line(r: CaseResult) -> str:
     if r.exc_type is not None:
         line += f"  exc {r.exc_type[0]}:{r.exc_type[1]}"
         line += "" if same_type(*r.exc_type) else " (wrong)"
+    if r.first_rank is not None:
+        line += f"  rank {r.first_rank[0]}:{r.first_rank[1]}"
+        line += "" if r.first_rank[0] == r.first_rank[1] else " (wrong)"
     return line
 
 
