@@ -84,7 +84,6 @@ class Frame:
 
 
 _SITE_PACKAGE = lazy(r"[\\/](?:site|dist)-packages[\\/]([^\\/]+)")
-# (Windows keeps it in the install's own Lib folder; a repo's `lib/utils.py` is the repo's)
 _STDLIB = lazy(r"[\\/]lib[\\/]python\d(?:\.\d+)?[\\/]|^<frozen |\\(?:python\d*|"
                r"(?:ana|mini)conda\d*|envs\\[^\\]+)\\Lib\\[^\\]+\.py$", re.IGNORECASE)
 _DISTRIBUTION = lazy(r"(?:-\d[^\\/]*)?(?:\.egg|\.py)?$")

@@ -112,6 +112,21 @@ def test_the_launchers_root_cause_rank_wins_over_an_earlier_line() -> None:
     assert diagnosis.root.value == "config"
 
 
+def test_the_one_traceback_no_rank_prefixed_takes_the_launchers_root_cause_rank() -> None:
+    """A child printing without torchrun's `[rankN]:` prefix (stdout of a Hydra app): its
+    traceback is the one failure, and torchrun's table names its rank."""
+    child = ("Traceback (most recent call last):\n"
+             '  File "/srv/verl/trainer/fsdp_sft_trainer.py", line 716, in fit\n'
+             "    start_epoch = global_step // self.steps_per_epoch\n"
+             "ZeroDivisionError: integer division or modulo by zero\n")
+    table = ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+             "Root Cause (first observed failure):\n[0]:\n  rank      : 1 (local_rank: 1)\n"
+             "  exitcode  : 1 (pid: 77)\n")
+    assert diagnose(child + table).failure.rank == 1
+    # two ranks' copies printed without prefixes: which printed first is not told
+    assert diagnose(child + child.replace("716", "717") + table).failure.rank is None
+
+
 def test_timestamps_order_ranks_that_print_out_of_order() -> None:
     log = ("[2024-01-01 10:00:05,000] [rank1]: RuntimeError: CUDA error: an illegal memory "
            "access was encountered\n"

@@ -38,6 +38,11 @@ def test_carriage_return_updates_are_separate_records(tmp_path: Path) -> None:
     # srun's label, then torchrun's: the global rank inside
     ("1: [rank6]: Traceback (most recent call last):", 6, "Traceback (most recent call last):"),
     ("0: 6000:  18%|#8 | 7000/39531", 0, "6000:  18%|#8 | 7000/39531"),
+    # behind a log collector's timestamp (kubectl logs --timestamps): the stamp stays
+    ("2024-11-20 14:37:16 [rank3]:     trainer.train()", 3,
+     "2024-11-20 14:37:16     trainer.train()"),
+    ("2024-11-20T14:37:16.123Z [default1]:x", 1, "2024-11-20T14:37:16.123Z x"),
+    ("2024-11-20 14:37:16 [rank] x", None, "2024-11-20 14:37:16 [rank] x"),
 ])
 def test_rank_prefixes(text: str, rank: int | None, rest: str) -> None:
     assert split_rank(text) == (rank, rest)

@@ -41,9 +41,8 @@ MAX_CANDIDATES = 24
 _DATED = 1e9  # Unix times of dated lines are above this, glog's (month, day, time) below
 MAX_CASCADE = 8
 _WRAPPED = lazy(r"Caught \w+ in (?:DataLoader worker process|replica) \d+")
-# torch < 1.2 re-raised a worker's exception with the worker's traceback as its message:
-# `TypeError: Traceback (most recent call last):` (the same type), or, before 1.1,
-# `Exception: KeyError:Traceback (most recent call last):` (the original type leads it)
+# torch < 1.2 re-raised a worker's exception with its traceback as message: `TypeError:
+# Traceback (most recent...` (the same type), before 1.1 `Exception: KeyError:Traceback (...`
 _OLD_WRAPPED = lazy(r"^(?:([A-Z]\w*(?:Error|Exception|Interrupt)):)?\s*Traceback \(most recent")
 _CASCADE_TEXT = lazy(
     r"Watchdog caught collective|NCCL communicator was aborted|Some NCCL operations have "
@@ -51,8 +50,7 @@ _CASCADE_TEXT = lazy(
     r"recvValue failed|Socket Timeout|Connection closed by peer|detected a failure on "
     r"another rank|other ranks? (?:failed|exited)|terminate called", re.IGNORECASE)
 _LAUNCHER = ("ChildFailedError", "ProcessRaisedException", "ProcessExitedException")
-# a launcher re-raising its child's exit status (`accelerate launch`, torch.distributed.launch,
-# deepspeed's runner): the child's own traceback is printed above it
+# launchers re-raising a child's exit status print the child's own traceback above it
 _LAUNCHER_FRAME = lazy(r"accelerate[\\/]commands[\\/]|torch[\\/]distributed[\\/]launch\.py|"
                        r"deepspeed[\\/]launcher[\\/]")
 #: ... or any wrapper script's `subprocess.run([sys.executable, "train.py"], check=True)`: a
@@ -72,7 +70,7 @@ _INTERRUPTS = ("KeyboardInterrupt",)
 _SIGINT = lazy(r"got signal: 2\b")
 _INTERRUPT_SPAN = 400  # lines a traceback interrupted with the others may start before it
 # errors a shell tool prints before the job runs (conda's `conda activate` outside an
-# initialised shell): the job goes on in another environment, and fails, if it does, later
+# initialised shell): the job goes on in another environment, to fail, if so, later
 _SHELL_TOOLS = ("CommandNotFoundError",)
 _REPORTED_FIRST = lazy(BATCH_REPORT)  # a kill the batch scheduler reports above the output
 # a logger's WARNING level before the traceback's first line or the exception's own line
@@ -299,6 +297,8 @@ class FailureLog:
         rest = [f for f in failures + others if f is not first]
         rest.sort(key=lambda f: f.first_line)
         first = _typed_by_what_followed(_typed_by_wrapper(first, others), rest)
+        if first.rank is None and first.frames and failures == [first]:  # torchrun's rank
+            first = replace(first, rank=self.root_rank)
         return first, tuple(rest[:MAX_CASCADE]), bool(failures)
 
 

@@ -57,6 +57,11 @@ _RANK_PREFIX = lazy(
     r" ?"
 )
 
+#: torchrun's prefix behind a log collector's timestamp (kubectl logs --timestamps, a
+#: platform's console): "2024-11-20 14:37:16 [rank3]: x" -> rank 3, the timestamp kept
+_STAMPED_RANK = lazy(r"^(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\s+)"
+                     r"\[(?:rank|default)(\d{1,5})\]:? ?")
+
 
 class LogReader:
     """Iterate over the records of one log. `warnings` fills as problems are met."""
@@ -340,7 +345,8 @@ def split_rank(text: str) -> tuple[int | None, str]:
         return None, text
     match = _RANK_PREFIX.match(text)
     if not match:
-        return None, text
+        stamped = _STAMPED_RANK.match(text) if text[0].isdigit() else None
+        return (int(stamped[2]), stamped[1] + text[stamped.end():]) if stamped else (None, text)
     digits = match.group("r1") or match.group("r2") or match.group("r3")
     rest = text[match.end():]
     if rest.startswith("[") and (inner := _RANK_PREFIX.match(rest)) and inner.group("r1"):
