@@ -278,6 +278,7 @@ def test_a_str_param_reaches_code_only_as_a_literal(template_root: Path, make_di
     ("params:\n  1n: {type: int, default: 1}\n", "params.1n: should be a Python identifier"),
     ("variants: []\n", "variants: should be"),
     ("gpu_only: yes please\n", "gpu_only: should be true or false"),
+    ("variants: [a, b]\ngpu_only: true\ncpu_variants: [c]\n", "cpu_variants: should name declared"),
     ("expect: [1]\n", "expect: should be a string or a list"),
     ("params:\n  n: {type: int, default: 1}\nrelations: [[n, '>', m]]\n", "relations[0]: 'm'"),
     ("params:\n  n: {type: int, default: 1}\nrelations: [[n, '!=', n]]\n", "relations[0]"),
@@ -324,6 +325,19 @@ def test_gpu_only_scripts_exit_125_without_cuda(template_root: Path, make_diagno
     text = render_repro(make_diagnosis("demo"))
     assert 'if device.type != "cuda" or not torch.cuda.is_available():' in text
     assert "sys.exit(125)" in text
+
+
+
+def test_a_cpu_variant_of_a_gpu_only_template_runs_without_cuda(template_root: Path,
+                                                                 make_diagnosis) -> None:
+    """A check of this machine (no GPU visible at all) runs where the GPU ones cannot."""
+    (template_root / "demo.py.j2").write_text(BODY)
+    (template_root / "demo.yaml").write_text(
+        "params:\n  name: {type: str, default: x}\nvariants: [arch, no_gpu]\ngpu_only: true\n"
+        "cpu_variants: [no_gpu]\n")
+    gpu = render_repro(make_diagnosis("demo"))
+    cpu = render_repro(make_diagnosis("demo", variant="no_gpu"))
+    assert 'device.type != "cuda" or not' in gpu and 'device.type != "cuda" or not' not in cpu
 
 
 # --- writing ------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from minrepro.diagnose.pipeline import diagnose_log
-from minrepro.repro.render import render_repro
+from minrepro.repro.render import load_spec, render_repro
 from minrepro.repro.verify import verify_script
 from minrepro.taxonomy import ALL_CAUSES, CHECK_CAUSES, CORE_CAUSES, GPU_ONLY_CAUSES
 
@@ -72,7 +72,7 @@ def _check(path: Path, cause: str, workdir: Path) -> str | None:
         assert bug.outcome in ("reproduced", "not_reproduced", "cannot_test"), bug.output_tail
         assert bug.last_line.split(": ")[:2][-1] == cause, bug.last_line
         return bug.last_line
-    if cause in GPU_ONLY_CAUSES and not _has_cuda():
+    if load_spec(cause).needs_gpu(diagnosis.variant or "") and not _has_cuda():
         assert bug.outcome == "cannot_test", bug.output_tail
         return bug.last_line
     assert bug.outcome == "reproduced", f"{path.name}: {bug.output_tail}"

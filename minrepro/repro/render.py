@@ -18,7 +18,8 @@ Engine contract (templates are written against exactly this):
   ``params: {name: {type: int|float|str|choice, default, min, max, max_len, choices}}``
   (int/float take min/max, str takes max_len, choice needs choices; PyYAML reads ``1e-8``
   as a string, so numeric strings are accepted for float bounds), ``variants: [..]``
-  (first is the default; omitted -> ``["default"]``), ``gpu_only: bool``,
+  (first is the default; omitted -> ``["default"]``), ``gpu_only: bool``, ``cpu_variants:
+  [..]`` (variants of a gpu_only template that run without CUDA: a check of this machine),
   ``relations: [[left, ">"|">="|"<"|"<=", right], ..]`` (kept after clamping by raising
   the larger side or lowering the smaller one within bounds).
 * Values: taken from ``Diagnosis.params`` when of the declared type (int: not bool; float:
@@ -221,7 +222,7 @@ def build_context(diagnosis: Diagnosis, spec: TemplateSpec) -> dict[str, Any]:
         "title": one_line(diagnosis.title or spec.cause.replace("_", " "), 100),
         "rule_id": one_line(diagnosis.rule_id or "-", 40),
         "variant": variant,
-        "gpu_only": spec.gpu_only,
+        "gpu_only": spec.needs_gpu(variant),
         "v": {name: item.value for name, item in resolved.items()},
         "origin": {name: item.origin.value for name, item in resolved.items()},
         "clamped_from": {name: item.logged for name, item in resolved.items()

@@ -2,7 +2,8 @@
 diagnosis's params into checked values (types, bounds, relations kept after clamping).
 
 Spec keys: ``params`` ({name: {type: int|float|str|choice, default, min, max, max_len,
-choices}}), ``variants``, ``gpu_only``, ``relations`` ([[left, op, right]]), ``example`` (params
+choices}}), ``variants``, ``gpu_only`` (and ``cpu_variants``, its variants that run without
+CUDA), ``relations`` ([[left, op, right]]), ``example`` (params
 as a real log gives them, for the tests and the GPU check) and ``expect``: the text the failure
 shows (any one of a list), which the script checks in the error it caught and `verify` checks
 in the script's output, as PyTorch's after_aot repro checks its `check_str`.
@@ -24,7 +25,8 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "<": lambda a, b: a < b, "<=": lambda a, b: a <= b}
 _PARAM_KEYS = {"int": {"type", "default", "min", "max"}, "float": {"type", "default", "min", "max"},
                "str": {"type", "default", "max_len"}, "choice": {"type", "default", "choices"}}
-_SPEC_KEYS = {"params", "variants", "gpu_only", "relations", "example", "expect"}
+_SPEC_KEYS = {"params", "variants", "gpu_only", "cpu_variants", "relations", "example",
+              "expect"}
 _MAX_EXPECT_CHARS = 200
 
 
@@ -92,6 +94,11 @@ class TemplateSpec:
     example: tuple[tuple[str, Any], ...] = ()
     #: the failure's text, any one of which must show (in the error caught, in the output)
     expect: tuple[str, ...] = ()
+    #: variants of a gpu_only template that run (and check this machine) without CUDA
+    cpu_variants: tuple[str, ...] = ()
+
+    def needs_gpu(self, variant: str) -> bool:
+        return self.gpu_only and variant not in self.cpu_variants
 
     def param(self, name: str) -> ParamSpec:
         return next(p for p in self.params if p.name == name)
@@ -173,6 +180,9 @@ def parse_spec(cause: str, data: object, where: str) -> TemplateSpec:
     for index, variant in enumerate(variants):
         check.identifier(variant, f"variants[{index}]")
     gpu_only = check.flag(data, "gpu_only")
+    cpu_variants = check.words(data, "cpu_variants")
+    if not set(cpu_variants) <= set(variants):
+        check.fail("cpu_variants", "should name declared variants")
     relations = data.get("relations", [])
     if not isinstance(relations, list):
         check.fail("relations", "should be a list")
@@ -182,7 +192,7 @@ def parse_spec(cause: str, data: object, where: str) -> TemplateSpec:
     if not (isinstance(example, dict) and all(name in params for name in example)):
         check.fail("example", "should map declared params to values")
     return TemplateSpec(cause, tuple(params.values()), tuple(variants), gpu_only, relation_specs,
-                        tuple(example.items()), check.expect(data))
+                        tuple(example.items()), check.expect(data), cpu_variants)
 
 
 # --- values ------------------------------------------------------------------------------
