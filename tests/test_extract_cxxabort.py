@@ -62,3 +62,19 @@ def test_the_extractor_set_feeds_it_the_lines_after_the_trigger() -> None:
              for e in extractors.feed(Line(line=n, text=row)) if isinstance(e, Traceback)]
     assert [(e.exc_type, e.message) for e in found] == [
         ("c10::Error", "CUDA error: uncorrectable ECC error encountered")]
+
+
+def test_the_watchdogs_rank_tag_is_the_aborts_rank_where_no_prefix_gave_one() -> None:
+    """NCCL's watchdog names its rank in the message it aborts with ("[Rank 7] ...", newer
+    torch "[PG ID 0 PG GUID 0(default_pg) Rank 5] ..."); a launcher prefix, where there is
+    one, stays the rank."""
+    thrown = "terminate called after throwing an instance of 'std::runtime_error'\n"
+    [old] = events(thrown + "  what():  [Rank 7] Watchdog caught collective operation timeout")
+    [new] = events(thrown + "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 5] Process group "
+                            "watchdog thread terminated with exception: NCCL error")
+    [bare] = events(thrown + "  what():  CUDA error: an illegal memory access was encountered")
+    assert (old.rank, new.rank, bare.rank) == (7, 5, None)
+    extractor = CxxAbortExtractor()
+    extractor.feed(Line(line=1, text=thrown.strip(), rank=2))
+    [prefixed] = extractor.feed(Line(line=2, text="  what():  [Rank 7] Watchdog", rank=2))
+    assert prefixed.rank == 2

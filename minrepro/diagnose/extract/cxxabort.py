@@ -25,6 +25,7 @@ from minrepro.patterns import lazy
 
 _THROWN = lazy(r"terminate called after throwing an instance of '([\w:<>, ]{1,120})'")
 _WHAT = lazy(r"\bwhat\(\):\s*(.*)")
+_RANK_TAG = lazy(r"\[(?:PG [^\]]*?)?Rank (\d{1,5})\]")
 _WHAT_WITHIN = 3  # lines after the `terminate called` line its `what():` may come
 _MAX_MESSAGE = 4000
 
@@ -50,7 +51,9 @@ class CxxAbortExtractor:
             found = _WHAT.search(text)
             self._pending = None
             message = found[1].strip()[:_MAX_MESSAGE] if found else ""
-            events.append(replace(pending, message=message))
+            tagged = _RANK_TAG.match(message) if pending.rank is None else None
+            events.append(replace(pending, message=message,  # ProcessGroupNCCL's "[Rank 7] "
+                                  rank=int(tagged[1]) if tagged else pending.rank))
             pending = None
         if "terminate called after throwing" in text:
             thrown = _THROWN.search(text)
