@@ -939,3 +939,19 @@ def test_a_config_delete_directive_handed_to_its_class_is_the_configs() -> None:
         exc="TypeError: AdamW.__init__() got an unexpected keyword argument '_delete_'"))
     assert diagnosis.cause is None and diagnosis.rule_id == "MR-ROOT-134"
     assert diagnosis.root.value == "config"
+
+
+@pytest.mark.parametrize(("exc", "rule", "root"), [
+    # a repo's own script module (an installed package `val` shadowing the repo's val.py)
+    ("AttributeError: module 'val' has no attribute 'run'", "MR-ROOT-135", "code"),
+    ("AttributeError: module 'models.resnet' has no attribute 'ResNet18'", "MR-ROOT-135",
+     "code"),
+    # an installed library's module: its release
+    ("AttributeError: module 'numpy' has no attribute 'float'", None, "environment"),
+])
+def test_a_repo_modules_missing_attribute_is_the_code(exc: str, rule: str | None,
+                                                      root: str) -> None:
+    diagnosis = diagnose(tb(("/srv/app/train.py", "train", "results = val.run(data)"), exc=exc))
+    assert diagnosis.root.value == root
+    if rule:
+        assert diagnosis.cause is None and diagnosis.rule_id == rule

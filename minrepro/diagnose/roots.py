@@ -19,6 +19,10 @@ C, D, K, E, F, H = (RootClass.CONFIG, RootClass.DATA, RootClass.CODE, RootClass.
 
 _KEYWORD_FIX = ("Pin the versions the code was written for (pip install 'pkg==X'), or rename "
                 "the keyword as the library's changelog says.")
+#: the usual names of a repo's own script modules (`module 'val' has no attribute 'run'`)
+_PROJECT_MODULE = (r"module '(?:src|models?|utils?|lib|configs?|modules|tools|core|common|"
+                   r"scripts|val|test|train|eval|evaluate|datasets?|data|options|opts|main|"
+                   r"losses?|trainer|engine)")
 
 EVIDENCE_RULES: tuple[RootRule, ...] = (
     # hardware and framework first: they show in any exception type
@@ -183,6 +187,14 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
                      # a repo's own version check: `MMCV==1.3.1 is used but incompatible`
                      r"is used but incompatible|please install [\w.-]+ ?[<>=]=",
              corroborates=VERSION),
+    # the repo's own script module (`val`, `models`, `utils`) lacking it: an installed
+    # package of that name shadowing the repo's val.py, or the repo's module changed
+    RootRule("MR-ROOT-135", K, "A module of the repo's own lacks an attribute the code uses "
+             "(or an installed package of its name shadows it)", "Print the module's __file__ "
+             "where it is imported: if it is an installed package, rename the repo's module or "
+             "import it by its path; else the repo's code and its callers disagree.",
+             types=("AttributeError",), message=_PROJECT_MODULE + r"(?:\.[\w.]+)?' has no "
+             r"attribute"),
     RootRule("MR-ROOT-016", E, "An installed module lacks an attribute the code uses",
              "The module's version (or build: torch without distributed, without CUDA) is not "
              "the one the code expects; install the one it needs.",
