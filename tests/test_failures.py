@@ -123,8 +123,11 @@ def test_the_one_traceback_no_rank_prefixed_takes_the_launchers_root_cause_rank(
              "Root Cause (first observed failure):\n[0]:\n  rank      : 1 (local_rank: 1)\n"
              "  exitcode  : 1 (pid: 77)\n")
     assert diagnose(child + table).failure.rank == 1
-    # two ranks' copies printed without prefixes: which printed first is not told
-    assert diagnose(child + child.replace("716", "717") + table).failure.rank is None
+    # every rank's copy of the same error: the first observed is torchrun's
+    assert diagnose(child + child.replace("716", "717") + table).failure.rank == 1
+    # two different errors printed without prefixes: which is whose is not told
+    other = child.replace("integer division or modulo by zero", "float division by zero")
+    assert diagnose(child + other + table).failure.rank is None
 
 
 def test_timestamps_order_ranks_that_print_out_of_order() -> None:

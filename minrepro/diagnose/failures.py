@@ -297,19 +297,19 @@ class FailureLog:
         rest = [f for f in failures + others if f is not first]
         rest.sort(key=lambda f: f.first_line)
         first = _typed_by_what_followed(_typed_by_wrapper(first, others), rest)
-        if first.rank is None and first.frames and failures == [first]:  # torchrun's rank
+        if first.rank is None and first.frames and all((f.rank, f.exc_type, f.message) == (
+                None, first.exc_type, first.message) for f in failures):  # torchrun says whose
             first = replace(first, rank=self.root_rank)
         return first, tuple(rest[:MAX_CASCADE]), bool(failures)
 
 
-def _traced(failure: Failure) -> bool:
-    return failure.kind is FailureKind.EXCEPTION and (
-        bool(failure.frames) or failure.first_line < failure.line)
+def _traced(f: Failure) -> bool:
+    return f.kind is FailureKind.EXCEPTION and (bool(f.frames) or f.first_line < f.line)
 
 
 def _in_thread(tb: Traceback, before: str) -> bool:
-    """Raised in a thread other than the main one (Python's `Exception in thread X:`, frames
-    from threading's bootstrap): the thread died, the process did not."""
+    """Raised in a thread other than the main one (`Exception in thread X:`, frames from
+    threading's bootstrap): the thread died, the process did not."""
     return "Exception in thread " in before or any(
         frame.function == "_bootstrap_inner" for frame in tb.frames[:3])
 
