@@ -615,3 +615,21 @@ def test_one_loss_record_at_ln_c_is_a_stall_only_past_the_runs_start(epoch: floa
     of 0.6931 in epoch 0.04 is the starting loss; the same lone record in epoch 31 is stuck."""
     line = f"{{'loss': 0.6931, 'grad_norm': 24.79, 'learning_rate': 5e-06, 'epoch': {epoch}}}\n"
     assert (diagnose(line).cause == "loss_stagnation") is stalled
+
+
+def test_an_rl_agents_loss_that_climbs_with_its_returns_is_no_divergence() -> None:
+    """PPO's loss is mostly its value loss, the squared error of returns that grow and jump:
+    it climbs and spikes while the agent learns. A loss past any real one still blew up."""
+    rows = [{"episode_return": -100.0 + 3 * i, "loss": 300.0 + (900.0 if i % 7 == 6 else 40 * i)}
+            for i in range(30)]
+    assert "lr_divergence" in curve([{"loss": r["loss"]} for r in rows])
+    assert "lr_divergence" not in curve(rows)
+    blown = [{**r, "loss": 3e16 * (1 + i)} for i, r in enumerate(rows)]
+    assert curve(blown)["lr_divergence"].rule_id == "MR-CONV-102"
+
+
+@pytest.mark.parametrize("key", ["return", "episodic_return", "ep_rew_mean", "episode_reward"])
+def test_an_agents_return_is_read_by_its_usual_names(key: str) -> None:
+    from minrepro.diagnose.extract.metricnames import normalise
+
+    assert normalise(key) == "episode_return"

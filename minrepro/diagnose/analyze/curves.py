@@ -148,8 +148,12 @@ def divergence(state: CurveState) -> Finding | None:
             or quality_improved(state)):
         return None  # the held-out loss fell (or a quality metric rose): the run learned
     # Judged on the main (longest) training curve: a shorter "loss" beside it may be a part
-    # of the loss, or a validation summary the log does not mark as one.
+    # of the loss, or a validation summary the log does not mark as one. An RL agent's loss
+    # (its value loss, the squared error of returns that grow and jump) climbs and spikes
+    # with the returns it reaches: only a loss past any real one says its weights blew up.
     curve = state.main("loss").points()
+    if state.main("episode_return").count >= RL_RECORDS:
+        return _astronomical(state, curve)
     points = _climb(curve, from_start=_from_start(state))
     grad = _climb(state.main("grad_norm").points(), factor=50.0)
     if points:
@@ -163,13 +167,20 @@ def divergence(state: CurveState) -> Finding | None:
     loss = [p.value for p in curve]
     if grad and loss and levels(loss)[-1] >= levels(loss)[0]:
         return finding(checks.LOSS_SPIKES, 0.55, grad, params=_lr_at(state, grad[-1].line))
+    return _astronomical(state, curve)
+
+
+RL_RECORDS = 4  # records of an agent's return that make a run a reinforcement-learning one
+
+
+def _astronomical(state: CurveState, curve: list[Point]) -> Finding | None:
+    """Finite but past any real loss (no cross-entropy, no MSE of sane targets gets there):
+    the weights or activations blew up, before the first record if need be."""
     astronomical = [p for p in curve if ASTRONOMICAL <= p.value < math.inf]
-    if len(astronomical) >= 3 and len(astronomical) * 2 >= len(loss):
-        # finite but past any real loss (no cross-entropy, no MSE of sane targets gets
-        # there): the weights or activations blew up, before the first record if need be
-        return finding(checks.LOSS_SPIKES, 0.7, astronomical[:1] + astronomical[-1:],
-                       params=_lr_at(state, astronomical[0].line))
-    return None
+    if len(astronomical) < 3 or len(astronomical) * 2 < len(curve):
+        return None
+    return finding(checks.LOSS_SPIKES, 0.7, astronomical[:1] + astronomical[-1:],
+                   params=_lr_at(state, astronomical[0].line))
 
 
 def _not_finite(state: CurveState, series: Series) -> Finding | None:

@@ -29,7 +29,7 @@ from minrepro.patterns import lazy
 #: quality metrics (eval_accuracy, eval_bbox_map, ...) are kept too, see `quality`.
 TRACKED = ("loss", "eval_loss", "learning_rate", "grad_norm", "accuracy", "eval_accuracy",
            "eval_matthews_correlation", "data_time", "batch_time", "data_time_avg",
-           "batch_time_avg", "memory_mb", "rss_mb")
+           "batch_time_avg", "memory_mb", "rss_mb", "episode_return")
 #: Times that the first batch of an epoch inflates (DataLoader workers start for it).
 _STARTUP_TIMES = frozenset({"data_time", "batch_time", "data_time_avg", "batch_time_avg"})
 MAX_SERIES_PER_NAME = 8  # distinct line shapes kept for one name; later ones share the last

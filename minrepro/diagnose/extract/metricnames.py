@@ -59,6 +59,12 @@ ALIASES: dict[str, str] = {
     **dict.fromkeys(("rss", "host_rss", "rss_mem", "ram_used", "ram", "used_ram", "cpu_mem",
                      "host_mem", "ram_usage", "mem_rss"), "rss_mb"),
     "loss_scale": "loss_scale",
+    # a reinforcement-learning agent's return (CleanRL, SB3's ep_rew_mean, RLlib): its value
+    # loss grows with the returns it learns to reach
+    **dict.fromkeys(("return", "episode_return", "episodic_return", "mean_return",
+                     "avg_return", "average_return", "ep_rew_mean", "episode_reward",
+                     "episode_reward_mean", "mean_reward", "avg_reward", "reward"),
+                    "episode_return"),
     **dict.fromkeys(("skipped", "skipped_steps", "skipped_iters", "num_skipped"),
                     "skipped_steps"),  # DeepSpeed's step=N, skipped=M: steps lost to overflow
 }
