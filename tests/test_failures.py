@@ -128,6 +128,11 @@ def test_the_one_traceback_no_rank_prefixed_takes_the_launchers_root_cause_rank(
     # two different errors printed without prefixes: which is whose is not told
     other = child.replace("integer division or modulo by zero", "float division by zero")
     assert diagnose(child + other + table).failure.rank is None
+    # only another rank's cascade printed (a watchdog's timeout): not the root cause's
+    cascade = child.replace("ZeroDivisionError: integer division or modulo by zero",
+                            "torch.distributed.DistBackendError: [Rank 0] Watchdog caught "
+                            "collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE)")
+    assert diagnose(cascade + table).failure.rank is None
 
 
 def test_timestamps_order_ranks_that_print_out_of_order() -> None:

@@ -97,8 +97,7 @@ class FailureLog:
         self.root_rank: int | None = None  # the rank torchrun says failed first
         self._chained: dict[int | None, bool] = {}  # rank -> the last traceback chains on
         self._interrupts: list[int] = []  # lines of the user's interrupts (the last few)
-        # SLURM's `*** JOB N ... CANCELLED AT` lines (the last few): where each job ended
-        self._job_ends: deque[tuple[int, str]] = deque(maxlen=_JOB_ENDS)
+        self._job_ends: deque[tuple[int, str]] = deque(maxlen=_JOB_ENDS)  # SLURM's CANCELLED
 
     def add_traceback(self, tb: Traceback, failure: Failure, before: str,
                       opening: str = "") -> None:
@@ -297,8 +296,9 @@ class FailureLog:
         rest = [f for f in failures + others if f is not first]
         rest.sort(key=lambda f: f.first_line)
         first = _typed_by_what_followed(_typed_by_wrapper(first, others), rest)
-        if first.rank is None and first.frames and all((f.rank, f.exc_type, f.message) == (
-                None, first.exc_type, first.message) for f in failures):  # torchrun says whose
+        if first.rank is None and first.frames and failures and all(
+                (f.rank, f.exc_type, f.message) == (None, first.exc_type, first.message)
+                for f in failures):  # copies printed without prefixes: torchrun says whose
             first = replace(first, rank=self.root_rank)
         return first, tuple(rest[:MAX_CASCADE]), bool(failures)
 
