@@ -205,7 +205,6 @@ def root_of_cause(best: Finding, rule: Rule | None, context: Context) -> RootCla
     return root
 
 
-
 def _held_elsewhere(pairs: tuple[tuple[str, ParamValue], ...]) -> bool | None:
     """The OOM report's numbers leave most of the card to something else: what is neither
     free nor reserved by this process's PyTorch (its CUDA context takes a few hundred MiB)
