@@ -145,16 +145,16 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
                      r"(?:were|was) giv|got an unexpected keyword argument "
                      r"'num_items_in_batch')",
              corroborates=VERSION),
-    # Python raises a bad keyword in the caller's frame: the user's code, calling a library
-    # (`TrainingArguments.__init__() got an unexpected keyword argument 'evaluation_strategy'`)
-    # ... called through its module (`smp.decoders.unet.decoder.UnetDecoder(`, `torch.load(`):
-    # the callee is the library's, not a class of the repo's own that the call does not fit
     # an mmcv/mmengine config's `_delete_=True` reached the class it configures: it replaces a
     # base config's dict only where the config inherits one (`_base_`), else it is passed on
     RootRule("MR-ROOT-134", C, "A config's `_delete_` directive was passed on to the class it "
              "configures", "Use `_delete_=True` only in a config that inherits the dict from a "
              "`_base_` config; elsewhere drop it (the dict is the whole setting already).",
              types=("TypeError",), message=r"unexpected keyword argument '_delete_'"),
+    # Python raises a bad keyword in the caller's frame: the user's code, calling a library
+    # (`TrainingArguments.__init__() got an unexpected keyword argument 'evaluation_strategy'`)
+    # ... called through its module (`smp.decoders.unet.decoder.UnetDecoder(`, `torch.load(`):
+    # the callee is the library's, not a class of the repo's own that the call does not fit
     RootRule("MR-ROOT-118", E, "A call into a library's module passes a keyword its installed "
              "version does not take", _KEYWORD_FIX, types=("TypeError",), scope="raise",
              message=r"\b(\w+)(?:\.__init__)?\(\) got an unexpected keyword argument[^\n]*\n"
