@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from minrepro.diagnose.analyze.events import HELD_ELSEWHERE
+from minrepro.diagnose.analyze.events import held_elsewhere
 from minrepro.diagnose.rootrule import RootRule
 from minrepro.diagnose.roots import root_of
 from minrepro.diagnose.rules.pack import Rule
@@ -206,9 +206,8 @@ def root_of_cause(best: Finding, rule: Rule | None, context: Context) -> RootCla
 
 
 def _held_elsewhere(pairs: tuple[tuple[str, ParamValue], ...]) -> bool | None:
-    """The OOM report's numbers leave most of the card to something else: what is neither
-    free nor reserved by this process's PyTorch (its CUDA context takes a few hundred MiB)
-    is over half the capacity, so another process holds it. None without those numbers.
+    """The OOM report's numbers leave most of the card to another process (`held_elsewhere`,
+    the fragmentation check's reading too); None without those numbers.
     (The numbers decide over the report's "Process N has X GiB memory in use" lines: in a
     container the process itself is listed so, its PID not being its own.)"""
     params = dict(pairs)
@@ -217,7 +216,7 @@ def _held_elsewhere(pairs: tuple[tuple[str, ParamValue], ...]) -> bool | None:
     if not (isinstance(capacity, (int, float)) and isinstance(free, (int, float))
             and isinstance(reserved, (int, float))) or capacity <= 0:
         return None
-    return capacity - free - reserved > HELD_ELSEWHERE * capacity
+    return held_elsewhere(capacity, free, reserved)
 
 
 def _merge(findings: Iterable[Finding]) -> list[Finding]:

@@ -69,6 +69,12 @@ class OomAnalyzer:
         )]
 
 
+def held_elsewhere(capacity: float, free: float, reserved: float) -> bool:
+    """What is neither free nor reserved by this process's PyTorch (its CUDA context takes a
+    few hundred MiB) is over HELD_ELSEWHERE of the card: another process holds it."""
+    return capacity - free - reserved > HELD_ELSEWHERE * capacity
+
+
 def is_fragmented(report: OomReport) -> bool:
     """Enough memory is reserved but unallocated to serve the request, and it is a large share
     of the pool: the allocator holds it in blocks it cannot use. (A few percent of the pool
@@ -84,7 +90,7 @@ def is_fragmented(report: OomReport) -> bool:
     else:
         unallocated = reserved - allocated
     capacity, free = report.capacity_bytes, report.free_bytes
-    if capacity and free is not None and capacity - free - reserved > HELD_ELSEWHERE * capacity:
+    if capacity and free is not None and held_elsewhere(capacity, free, reserved):
         return False  # most of the card is another process's: this pool is not what ran out
     share = unallocated / reserved if reserved else 0.0
     # The message rounds to two decimals: 1.67 GiB unallocated "equals" a 1.67 GiB request.
