@@ -39,6 +39,17 @@ class CaseResult:
     def right(self) -> bool:
         return self.expected == self.got
 
+    @property
+    def misses(self) -> tuple[str, ...]:
+        """What the case got wrong beside its cause: of "root", "exc", "rank", where labelled
+        (a root class labelled null is not scored; a healthy case must get none)."""
+        root = (self.root is not None and bool(self.root[0] or self.healthy)
+                and self.root[0] != self.root[1])
+        exc = self.exc_type is not None and not same_type(*self.exc_type)
+        rank = self.first_rank is not None and self.first_rank[0] != self.first_rank[1]
+        return tuple(name for name, wrong in (("root", root), ("exc", exc), ("rank", rank))
+                     if wrong)
+
 
 def load_labels(folder: Path) -> list[dict]:
     labels = yaml.safe_load((folder / "labels.yaml").read_text(encoding="utf-8"))
@@ -102,15 +113,16 @@ def case_line(r: CaseResult) -> str:
     line = f"{mark} {r.file:<45} expected={r.expected} got={r.got} ({r.confidence:.2f})"
     if r.params_wrong:
         line += f"  params differ: {', '.join(r.params_wrong)}"
+    misses = r.misses
     if r.root is not None and (r.root[0] or r.healthy):
         line += f"  root {r.root[0] or 'none'}:{r.root[1] or 'none'}"
-        line += "" if r.root[0] == r.root[1] else " (wrong)"
+        line += " (wrong)" if "root" in misses else ""
     if r.exc_type is not None:
         line += f"  exc {r.exc_type[0]}:{r.exc_type[1]}"
-        line += "" if same_type(*r.exc_type) else " (wrong)"
+        line += " (wrong)" if "exc" in misses else ""
     if r.first_rank is not None:
         line += f"  rank {r.first_rank[0]}:{r.first_rank[1]}"
-        line += "" if r.first_rank[0] == r.first_rank[1] else " (wrong)"
+        line += " (wrong)" if "rank" in misses else ""
     return line
 
 
@@ -133,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"scoring: error: {err}", file=sys.stderr)
         return 2
     for r in results:
-        if args.verbose or "(wrong)" in case_line(r) or not r.right or r.params_wrong:
+        if args.verbose or not r.right or r.params_wrong or r.misses:
             print(case_line(r))
     print(summary(results))
     positives = [r for r in results if r.expected is not None]
