@@ -955,3 +955,56 @@ def test_a_repo_modules_missing_attribute_is_the_code(exc: str, rule: str | None
     assert diagnosis.root.value == root
     if rule:
         assert diagnosis.cause is None and diagnosis.rule_id == rule
+
+
+_CALL_IMPL = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "_call_impl",
+              "return forward_call(*args, **kwargs)")
+_WRAPPED = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "_wrapped_call_impl",
+            "return self._call_impl(*args, **kwargs)")
+_TRAINER = ("/env/lib/python3.10/site-packages/transformers/trainer.py", "compute_loss",
+            "outputs = model(**inputs)")
+
+
+@pytest.mark.parametrize(("caller", "rule", "root"), [
+    # the training code calls its model with a keyword the model's forward() does not take
+    (("/srv/app/train.py", "train", "out = model(x, modality_mapping=mapping)"), "MR-ROOT-136",
+     "code"),
+    # a library's Trainer passing the keyword: the library's release and the model disagree
+    # (the version cause is named: the keyword, beside the library's frame)
+    (_TRAINER, "MR-ENV-003", "environment"),
+])
+def test_a_keyword_the_models_forward_refuses_is_the_callers(
+        caller: tuple[str, str, str], rule: str, root: str) -> None:
+    diagnosis = diagnose(tb(USER, caller, _WRAPPED, _CALL_IMPL,
+                            exc="TypeError: forward() got an unexpected keyword argument "
+                                "'modality_mapping'"))
+    assert (diagnosis.rule_id, diagnosis.root.value) == (rule, root)
+
+
+@pytest.mark.parametrize(("code", "rule", "root"), [
+    # a helper of the repo's own misc/utils module called with a keyword it does not take
+    ("misc.save_model(", "MR-ROOT-138", "code"),
+    ("utils.save_checkpoint(state, is_best=True)", "MR-ROOT-138", "code"),
+    # a library's module (torch.utils is torch's, not the repo's utils): MR-ROOT-118's
+    # placement corroborates the version cause
+    ("loader = torch.utils.save_checkpoint(state, is_best=True)", "MR-ENV-003",
+     "environment"),
+])
+def test_a_keyword_refused_by_the_repos_own_helper_is_the_code(code: str, rule: str,
+                                                               root: str) -> None:
+    name = "save_model" if "save_model" in code else "save_checkpoint"
+    diagnosis = diagnose(tb(("/srv/app/main_train.py", "main", code),
+                            exc=f"TypeError: {name}() got an unexpected keyword argument "
+                                "'is_best'"))
+    assert (diagnosis.rule_id, diagnosis.root.value) == (rule, root)
+
+
+def test_observed_values_outside_a_distributions_support_are_the_data() -> None:
+    diagnosis = diagnose(tb(
+        USER, ("/env/lib/python3.10/site-packages/torch/distributions/distribution.py",
+               "_validate_sample", "raise ValueError("),
+        exc="ValueError: Expected value argument (Tensor of shape (1000, 3000, 2)) to be within "
+            "the support (IntegerGreaterThan(lower_bound=0)) of the distribution GammaPoisson(), "
+            "but found invalid values:"))
+    assert (diagnosis.rule_id, diagnosis.root.value) == ("MR-ROOT-137", "data")
+

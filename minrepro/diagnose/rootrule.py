@@ -25,6 +25,9 @@ IMPORT = "import"  # raised while an installed package was being imported (its m
 # a library's own code asking its own object (`self.oft_diag`) for the attribute the message
 # says is missing: the library's objects do not fit its own code (a bug, or a half upgrade)
 OWN = "own"
+# raised by torch's Module.__call__ running a forward that the user's own code called (the
+# frame above torch's dispatch is the user's): the call and the module are the user's to fit
+USER_CALL = "user-call"
 VERSION = "version_incompatibility"  # the cause the version rules' placements corroborate
 _MISSING = lazy(r"has no attribute '(\w+)'")
 #: Where the API name lists a rule may name (`api="tensor_api"`) are kept, one name a line.
@@ -39,7 +42,7 @@ class RootRule:
     fix: str
     types: tuple[str, ...] = ()  # exception short names (any, when empty)
     message: str = ""  # a regex the message (first lines) must match ("" : any)
-    raised_in: str = ANY  # user | library | caller | called | import | own | any
+    raised_in: str = ANY  # user | library | caller | called | import | own | user-call | any
     in_worker: bool | None = None  # raised inside a DataLoader worker (None: either)
     unless: str = ""  # a regex that, found in the failure's message, rules this rule out
     scope: str = "all"  # where `message` looks: "all" (headline + traceback) or "raise"
@@ -101,6 +104,8 @@ class RootRule:
             return library is not None and failure.user_frame is not None
         if self.raised_in == OWN:
             return _asked_by_its_own_code(failure)
+        if self.raised_in == USER_CALL:
+            return _dispatched_from_user(failure)
         return True
 
 
@@ -126,6 +131,17 @@ def _asked_by_its_own_code(failure: Failure) -> bool:
     if not missing or not frames or frames[-1].package is None:
         return False
     return re.search(rf"\bself\.{missing.group(1)}\b", frames[-1].code or "") is not None
+
+
+def _dispatched_from_user(failure: Failure) -> bool:
+    """The innermost frames are torch's Module.__call__ dispatch and the frame that called
+    it is the user's (not a library's Trainer passing its own keywords)."""
+    frames = list(failure.frames)
+    dispatched = False
+    while frames and frames[-1].package == "torch" and frames[-1].function in _DISPATCH:
+        frames.pop()
+        dispatched = True
+    return dispatched and bool(frames) and frames[-1].package is None
 
 
 def _raising_code(failure: Failure) -> list[Frame]:

@@ -9,7 +9,7 @@ and minrepro says so rather than guess.
 
 from __future__ import annotations
 
-from minrepro.diagnose.rootrule import CALLER, IMPORT, LIBRARY, VERSION, RootRule
+from minrepro.diagnose.rootrule import CALLER, IMPORT, LIBRARY, USER_CALL, VERSION, RootRule
 from minrepro.diagnose.roots_config import CONFIG_RULES
 from minrepro.diagnose.roots_data import DATA_RULES
 from minrepro.diagnose.roots_place import PLACE_RULES
@@ -146,6 +146,12 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
                      r"(?:were|was) giv|got an unexpected keyword argument "
                      r"'num_items_in_batch')",
              corroborates=VERSION),
+    # the user's code calls its model (through torch's Module.__call__): not a library's Trainer
+    RootRule("MR-ROOT-136", K, "The training code calls a model with a keyword its forward() "
+             "does not take", "Make the call and the model's forward() agree: pass only the "
+             "inputs the model's forward() lists (drop or rename the keyword), or add it to the "
+             "forward() signature.", types=("TypeError",), raised_in=USER_CALL,
+             message=r"\w*\(\) got an unexpected keyword argument"),
     # an mmcv/mmengine config's `_delete_=True` reached the class it configures: it replaces a
     # base config's dict only where the config inherits one (`_base_`), else it is passed on
     RootRule("MR-ROOT-134", C, "A config's `_delete_` directive was passed on to the class it "
@@ -156,6 +162,14 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
     # (`TrainingArguments.__init__() got an unexpected keyword argument 'evaluation_strategy'`)
     # ... called through its module (`smp.decoders.unet.decoder.UnetDecoder(`, `torch.load(`):
     # the callee is the library's, not a class of the repo's own that the call does not fit
+    # ... a helper of the repo's own modules (`misc.save_model(..., is_best=...)`,
+    # `utils.train_one_epoch(`): the repo's call and its own function disagree
+    RootRule("MR-ROOT-138", K, "A call passes a keyword that the repo's own helper does not "
+             "take", "Make the call and the repo's function agree (its signature in the "
+             "repo's misc/utils module): rename or drop the keyword, or add it to the "
+             "function.", types=("TypeError",), scope="raise",
+             message=r"\b(\w+)\(\) got an unexpected keyword argument[^\n]*\n.*?(?<![\w.])"
+                     r"(?:misc|utils?|helpers?|common|tools)\.(?:\w+\.)*\1\s*\("),
     RootRule("MR-ROOT-118", E, "A call into a library's module passes a keyword its installed "
              "version does not take", _KEYWORD_FIX, types=("TypeError",), scope="raise",
              message=r"\b(\w+)(?:\.__init__)?\(\) got an unexpected keyword argument[^\n]*\n"

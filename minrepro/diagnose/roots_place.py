@@ -139,6 +139,14 @@ PLACE_RULES: tuple[RootRule, ...] = (
     RootRule("MR-ROOT-060", C, "A library does not implement the option or combination asked "
              "for", "Read the raising frame: pick a setting the library supports for this model "
              "(or a release that adds it).", types=("NotImplementedError",), raised_in=LIBRARY),
+    # torch.distributions checks the observed values against the distribution's support
+    # (counts that are floats or negative for a Poisson, labels outside a Categorical's range)
+    RootRule("MR-ROOT-137", D, "The observed values do not lie in the support of the "
+             "distribution they are scored under", "Check the data fed as the distribution's "
+             "value: its type and range must fit the support the message names (raw integer "
+             "counts for a Poisson or GammaPoisson, 0..K-1 for a Categorical).",
+             types=("ValueError",), message=r"Expected value argument \(.{0,200}\) to be "
+                                            r"within the support"),
     RootRule("MR-ROOT-061", D, "A data file lacks a key its format needs (an annotation or "
              "table column)", "Check the data file against the format the loader expects "
              "(COCO json: images, annotations, categories; the CSV's column names).",
