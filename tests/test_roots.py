@@ -1008,3 +1008,19 @@ def test_observed_values_outside_a_distributions_support_are_the_data() -> None:
             "but found invalid values:"))
     assert (diagnosis.rule_id, diagnosis.root.value) == ("MR-ROOT-137", "data")
 
+
+def test_torchruns_own_frames_are_no_library_call_beside_a_refused_keyword() -> None:
+    """A keyword refused in the repo's code, then torchrun's report of the failed child: the
+    launcher's frames under site-packages/torch/distributed do not make it a library's."""
+    log = "[rank1]: " + tb(("/srv/app/main_train.py", "main", "save_model("),
+                           exc="TypeError: save_model() got an unexpected keyword argument "
+                               "'is_best'").replace("\n", "\n[rank1]: ").rstrip("[rank1]: ")
+    launcher = tb(("/env/lib/python3.10/site-packages/torch/distributed/run.py", "main",
+                   "run(args)"),
+                  ("/env/lib/python3.10/site-packages/torch/distributed/elastic/multiprocessing/"
+                   "errors/__init__.py", "wrapper", "return f(*args, **kwargs)"),
+                  ("/env/lib/python3.10/site-packages/torch/distributed/launcher/api.py",
+                   "launch_agent", "raise ChildFailedError("),
+                  exc="torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ")
+    diagnosis = diagnose(log + launcher)
+    assert diagnosis.cause is None
