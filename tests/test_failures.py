@@ -210,6 +210,20 @@ def test_a_failure_followed_by_a_new_session_in_the_same_log_is_still_a_failure(
     assert still_running.failure.exc_type == "ValueError"
 
 
+def test_the_same_oom_ending_every_launch_of_a_sweep_is_how_the_log_ended() -> None:
+    """A script launching one run after another into one file, each running out of memory
+    after some steps: the OOM seen first is early in the file (records of later launches
+    follow it), but its last copy ends the log. More copies than the evidence keeps first."""
+    oom = traceback("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 12.00 MiB. "
+                    "GPU 0 has a total capacity of 44.40 GiB of which 12.88 MiB is free.",
+                    "/srv/app/train.py")
+    launch = "".join(f"{{'loss': {2.0 - s / 100:.2f}, 'learning_rate': 0.0001, 'epoch': {s}}}\n"
+                     for s in range(5))
+    diagnosis = diagnose((launch + oom + oom) * 4)
+    assert diagnosis.cause == "cuda_oom" and diagnosis.confidence >= 0.8
+    assert diagnosis.evidence[-1].line > diagnosis.evidence[-2].line + 10  # the last copy
+
+
 def test_a_batch_counter_going_back_every_epoch_is_no_restart() -> None:
     """`[100/500]` starts over each epoch: a caught OOM before more epochs stays survived."""
     def epochs(first: int, last: int) -> str:

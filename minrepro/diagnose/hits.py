@@ -14,7 +14,7 @@ from minrepro.diagnose.extract.units import parse_duration_ms, parse_size
 from minrepro.diagnose.rules.pack import Rule, Signal
 from minrepro.model import Evidence, Finding, Line, ParamValue, Role
 
-KEEP_HITS = 6  # evidence kept per signal
+KEEP_HITS = 6  # evidence kept per signal (the first), and its last hit besides
 KEEP_LINES = 64  # hit line numbers kept per signal, first and last, for proximity checks
 
 
@@ -31,10 +31,15 @@ class SignalState:
     hits: list[Hit] = field(default_factory=list)
     first_lines: list[int] = field(default_factory=list)
     last_lines: deque[int] = field(default_factory=lambda: deque(maxlen=KEEP_LINES))
+    # the last hit past the first KEEP_HITS: the same error again at the log's end (every
+    # launch of a sweep running out of memory) is how the log ended
+    last: Hit | None = None
 
     def add(self, line: Line, groups: dict[str, str]) -> None:
         if len(self.hits) < KEEP_HITS:
             self.hits.append(Hit(line.line, line.rank, line.text[:500], groups))
+        else:
+            self.last = Hit(line.line, line.rank, line.text[:500], groups)
         if len(self.first_lines) < KEEP_LINES:
             self.first_lines.append(line.line)
         else:
@@ -97,10 +102,15 @@ def _veto(rule: Rule, kept_share: float) -> Finding:
                    first_line=0, kept_share=kept_share)
 
 
+_EVIDENCE = 8
+
+
 def _evidence(states: dict[int, SignalState], counted: list[int], rule: Rule) -> tuple:
     hits = {(h.line, h.text): h for s in counted if rule.signals[s].role is not Role.AGAINST
-            for h in states[s].hits}
-    chosen = sorted(hits.values(), key=lambda h: h.line)[:8]
+            for h in (*states[s].hits, *((states[s].last,) if states[s].last else ()))}
+    ordered = sorted(hits.values(), key=lambda h: h.line)
+    # the first lines, and the last: where it showed first and whether it was how it ended
+    chosen = ordered if len(ordered) <= _EVIDENCE else ordered[:_EVIDENCE - 1] + ordered[-1:]
     return tuple(Evidence(line=h.line, text=h.text, rank=h.rank) for h in chosen)
 
 
