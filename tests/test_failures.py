@@ -587,7 +587,24 @@ def test_lsfs_report_above_the_output_names_the_run_time_limit() -> None:
            + "".join(f"epoch {e} loss {1 / (e + 1):.3f}\n" for e in range(40)))
     diagnosis = diagnose(log)
     assert diagnosis.failure is not None and "TERM_RUNLIMIT" in diagnosis.failure.message
-    assert diagnosis.root is not None and diagnosis.root.value == "config"
+    # the scheduler's time limit: said, but no root class (the run itself did not fail)
+    assert diagnosis.root is None and diagnosis.rule_id == "MR-ROOT-139"
+    assert "time limit" in diagnosis.title
+
+
+@pytest.mark.parametrize(("end", "cause", "root"), [
+    ("slurmstepd: error: *** JOB 3734198 ON node058 CANCELLED AT 2025-02-08T15:01:45 DUE TO "
+     "TIME LIMIT ***", None, None),
+    # a kill by the scheduler for memory is the job's settings
+    ("slurmstepd: error: Detected 1 oom_kill event in StepId=3734198.batch. Some of the step "
+     "tasks have been OOM Killed.", "host_oom", "config"),
+])
+def test_a_job_ended_at_its_time_limit_has_no_root_class(end: str, cause: str | None,
+                                                         root: str | None) -> None:
+    log = "".join(f"tick {t} kimg {t * 50.0:.1f} sec/tick 343.3\n" for t in range(60)) + end
+    diagnosis = diagnose(log + "\n")
+    assert diagnosis.cause == cause
+    assert (diagnosis.root.value if diagnosis.root else None) == root
 
 
 @pytest.mark.parametrize(("text", "how"), [

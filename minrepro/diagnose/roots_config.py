@@ -15,6 +15,13 @@ C, E, K = RootClass.CONFIG, RootClass.ENVIRONMENT, RootClass.CODE
 
 CONFIG_RULES: tuple[RootRule, ...] = (
     # config: settings, paths, the command
+    # the scheduler ending a job at its time limit: how long the job was given, not a failure
+    # of the run (a run hung before it shows that itself: no progress long before the end)
+    RootRule("MR-ROOT-139", None, "The scheduler stopped the job at its time limit: no failure "
+             "of the run itself", "Ask for more time (sbatch --time, the queue's walltime), or "
+             "save checkpoints often and resume in a new job; the log shows whether training "
+             "was still making progress when it was stopped.",
+             message=r"DUE TO TIME LIMIT|TERM_RUNLIMIT|PBS: job killed: walltime"),
     RootRule("MR-ROOT-029", C, "The process was killed (host memory, the OOM killer, the "
              "scheduler)", "Give the job more host memory or load less at once (stream the "
              "data set, fewer workers, map with fewer processes); check the scheduler's limits.",
