@@ -26,7 +26,7 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              "scheduler)", "Give the job more host memory or load less at once (stream the "
              "data set, fewer workers, map with fewer processes); check the scheduler's limits.",
              message=r"exitcode: -9|SIGKILL|Signal 9|oom[-_]kill|OOM Killed|Out of memory: "
-                     r"Killed process|process killed: (?:\d+ )?Killed|DUE TO TIME LIMIT|"
+                     r"Killed process|process killed: (?:\d+ )?Killed|"
                      r"exitcode\s*: -9|return code = -9|" + BATCH_REPORT),
     # the work dir on a mount that cannot do what the run does there (mmcv's latest.pth
     # symlink on Google Drive, FUSE or SMB mounts): where the config points the output
