@@ -163,10 +163,12 @@ def test_report_sections_of_a_diagnosed_log() -> None:
 
 def test_evidence_has_two_lines_of_context_and_marks() -> None:
     text = report_of(SAMPLES / "position_overflow__cuda_device_assert.log")
-    assert ">  3 | [2024-03-02 22:41:12]" in text
-    assert "   1 | [2024-03-02 22:41:07]" in text  # context before line 3
-    assert "  21 | ../aten/src/ATen" in text  # context after line 19
-    assert "  22 | " not in text  # nothing beyond two lines of context
+    # (numbers as wide as the last evidence line's: line 116, the assert's last copy)
+    assert ">   3 | [2024-03-02 22:41:12]" in text
+    assert "    1 | [2024-03-02 22:41:07]" in text  # context before line 3
+    assert "   20 | ../aten/src/ATen" in text  # context after line 18
+    assert "   21 | " not in text  # nothing beyond two lines of context
+    assert "> 116 | RuntimeError: CUDA error: device-side assert triggered" in text
     assert "    ...\n" in text  # a gap between two windows
 
 
@@ -185,8 +187,8 @@ def test_stdin_log_shows_evidence_lines_only() -> None:
     result = CliRunner().invoke(app, ["report", "-"], input=log.read_bytes())
     assert result.exit_code == 0, result.output
     assert "# minrepro: convergence/position_overflow in \\<stdin\\>" in result.stdout
-    assert ">  3 | " in result.stdout
-    assert "   1 | " not in result.stdout  # no context: stdin cannot be read twice
+    assert ">   3 | " in result.stdout
+    assert "    1 | " not in result.stdout  # no context: stdin cannot be read twice
     assert "could not be read a second time" in result.stdout
 
 
