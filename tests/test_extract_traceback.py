@@ -207,6 +207,8 @@ NOT_TRACEBACKS = [
     "shared memory (shm).",  # corpus host_oom_dataloader__01.log
     "[W python_anomaly_mode.cpp:104] Warning: Error detected in SoftmaxBackward0.",
     "2023-01-01 12:00:00 INFO loaded 1000 examples",
+    # an exception's repr is Hydra's report only right under its `Error in call to target`
+    'TypeError("f() got an unexpected keyword argument \'x\'")',
 ]
 
 
@@ -399,3 +401,20 @@ def test_spyders_unquoted_frames_are_frames() -> None:
     assert run("File ~/notes.txt:3 in my head\n") == []  # no .py: prose
     (cut,) = run(text.split("\n", 2)[2])  # pasted without its header
     assert cut.frames == event.frames
+
+
+HYDRA = ("Error executing job with overrides: []\n"
+         "Error in call to target 'walkjump.cmdline.utils.instantiate_model_for_sample_mode':\n"
+         "TypeError(\"instantiate_model_for_sample_mode() got an unexpected keyword argument "
+         "'model_type'\")\n\n"
+         "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n")
+
+
+def test_hydras_short_report_of_a_failed_instantiate_is_the_exception() -> None:
+    """Without HYDRA_FULL_ERROR Hydra prints no traceback: the target's line, then the
+    exception's repr. The exception is the failure, its message names the target."""
+    [event] = run(HYDRA)
+    assert event.exc_type == "TypeError" and event.line == 3 and event.first_line == 2
+    assert event.message.splitlines() == [
+        "instantiate_model_for_sample_mode() got an unexpected keyword argument 'model_type'",
+        "Error in call to target 'walkjump.cmdline.utils.instantiate_model_for_sample_mode'"]

@@ -1024,3 +1024,10 @@ def test_torchruns_own_frames_are_no_library_call_beside_a_refused_keyword() -> 
                   exc="torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ")
     diagnosis = diagnose(log + launcher)
     assert diagnosis.cause is None
+
+
+def test_a_key_hydras_target_refuses_is_the_configs() -> None:
+    from tests.test_extract_traceback import HYDRA
+    diagnosis = diagnose("epoch 19 loss 0.31\n" + HYDRA)
+    assert diagnosis.cause is None and diagnosis.failure.exc_type == "TypeError"
+    assert (diagnosis.rule_id, diagnosis.root.value) == ("MR-ROOT-140", "config")

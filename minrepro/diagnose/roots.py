@@ -118,6 +118,14 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "of each; pin the versions the code was written for.", types=("TypeError",),
              message=r"`model` must be a `LightningModule`(?: or `torch\._dynamo\."
                      r"OptimizedModule`)?, got `"),
+    # Hydra's instantiate calling a config's target with the config's keys: a key the target
+    # does not take, or one it needs and the config lacks, is the config's
+    RootRule("MR-ROOT-140", C, "The config passes its target a key it does not take (or "
+             "lacks one it needs)", "Fix the config node of the target the message names: "
+             "rename or drop the key the target refuses, or add the one it requires (check "
+             "the target's signature in the installed version).", types=("TypeError",),
+             message=r"(?:got an unexpected keyword argument|missing \d+ required (?:positional"
+                     r"|keyword-only) arguments?)[^\n]*\nError in call to target '"),
     # raised at the call, in the caller's frame (or no frame printed): the caller's own call
     # does not fit (a library's internal call that does not fit is MR-ROOT-012's)
     RootRule("MR-ROOT-051", K, "A call does not fit the signature of what it calls",

@@ -114,6 +114,25 @@ def exception_anywhere(text: str) -> tuple[str, str] | None:
     return None
 
 
+#: Hydra's short report of a failed `instantiate` (the default, without HYDRA_FULL_ERROR):
+#: `Error in call to target 'pkg.fn':` then the exception's repr on the next line,
+#: `TypeError("fn() got an unexpected keyword argument 'x'")`
+_TARGET = lazy(r"\s*Error in call to target '(?P<target>[^']+)':\s*$")
+_REPR = lazy(rf"\s*(?P<type>{_NAME})\((?P<q>['\"])(?P<msg>.*)(?P=q),?\)\s*$")
+
+
+def instantiate_target(text: str) -> str | None:
+    """The target of Hydra's `Error in call to target 'X':` line, else None."""
+    match = _TARGET.match(text) if "call to target" in text else None
+    return match["target"] if match else None
+
+
+def exception_repr(text: str) -> tuple[str, str] | None:
+    """A whole line that is an exception's repr, `TypeError("msg")` -> (type, msg)."""
+    match = _REPR.match(text)
+    return (match["type"], match["msg"]) if match else None
+
+
 def clean_message(message: str) -> str:
     return message.strip().rstrip(_MARKDOWN_TRAIL)
 

@@ -155,6 +155,9 @@ class TracebackExtractor:
         # A finished traceback waits for the next non-blank line of its rank, which may say
         # "The above exception was the direct cause..." and so set its `chained`.
         self._pending: dict[int | None, Traceback] = {}
+        # Hydra's `Error in call to target 'X':` seen on a rank: (X, its line), for the
+        # exception's repr on the next line
+        self._target: dict[int | None, tuple[str, int]] = {}
 
     @property
     def idle(self) -> bool:
@@ -222,6 +225,19 @@ class TracebackExtractor:
         if frames:
             partial = _Partial(first_line=number, last_line=number)
             _add_frames(partial, frames, number)
+            self._partial[line.rank] = partial
+            return
+        target = pylines.instantiate_target(text)
+        if target is not None:
+            self._target[line.rank] = (target, number)
+            return
+        called = self._target.pop(line.rank, None)
+        if called is not None and called[1] == number - 1 and (
+                found := pylines.exception_repr(text)) is not None:
+            # Hydra's report: the exception, and the target whose call raised it
+            partial = _Partial(first_line=called[1], last_line=number)
+            partial.start_message(found[0], found[1], number)
+            partial.add_message_line(f"Error in call to target '{called[0]}'")
             self._partial[line.rank] = partial
             return
         vscode = _VSCODE.match(text.strip())
