@@ -1031,3 +1031,50 @@ def test_a_key_hydras_target_refuses_is_the_configs() -> None:
     diagnosis = diagnose("epoch 19 loss 0.31\n" + HYDRA)
     assert diagnosis.cause is None and diagnosis.failure.exc_type == "TypeError"
     assert (diagnosis.rule_id, diagnosis.root.value) == ("MR-ROOT-140", "config")
+
+
+@pytest.mark.parametrize("module", ["data", "data.loading", "networks", "dataset"])
+def test_a_repo_package_not_found_is_no_missing_install(module: str) -> None:
+    diagnosis = diagnose(tb(("/srv/app/training/train.py", "<module>",
+                             "from data.loading import load_datasets"),
+                            exc=f"ModuleNotFoundError: No module named '{module}'"))
+    assert diagnosis.cause is None
+    assert (diagnosis.rule_id, diagnosis.root.value) == ("MR-ROOT-017", "config")
+
+
+def test_a_trainer_subclass_hook_refusing_the_installed_releases_keyword_is_a_version_break(
+        ) -> None:
+    diagnosis = diagnose("TypeError: Phi3VTrainer._save_checkpoint() got an unexpected keyword "
+                         "argument 'metrics'\n")
+    assert diagnosis.cause == "version_incompatibility"
+    assert diagnosis.root.value == "environment"
+
+
+@pytest.mark.parametrize(("log", "cause", "variant"), [
+    # several cards visible to a plain python launch: the launch, not the model's code
+    ("CUDA_VISIBLE_DEVICES=0,1,2,3 python src/train_bash.py --fp16\n"
+     + tb(("/env/lib/python3.10/site-packages/peft/tuners/lora.py", "forward",
+           "result = F.linear(x, transpose(self.weight, self.fan_in_fan_out), bias=self.bias)"),
+          exc="RuntimeError: expected scalar type Float but found Half"),
+     "dtype_mismatch", "several_cards_plain_launch"),
+    # two GPUs in one op: the model spread over the cards
+    (tb(USER, exc="RuntimeError: Expected all tensors to be on the same device, but found at "
+                  "least two devices, cuda:2 and cuda:0!"), "device_mismatch", "across_cards"),
+])
+def test_mixed_devices_or_dtypes_from_a_multi_card_launch_are_the_configs(
+        log: str, cause: str, variant: str) -> None:
+    diagnosis = diagnose(log)
+    assert (diagnosis.cause, diagnosis.variant, diagnosis.root.value) == (cause, variant,
+                                                                          "config")
+    assert "CUDA_VISIBLE_DEVICES=0" in diagnosis.fix
+
+
+@pytest.mark.parametrize("log", [
+    # one card, or a launcher per card: the usual root (the code)
+    "CUDA_VISIBLE_DEVICES=0 python train.py\n" + tb(
+        USER, exc="RuntimeError: expected scalar type Float but found Half"),
+    tb(USER, exc="RuntimeError: Expected all tensors to be on the same device, but found at "
+                 "least two devices, cuda:0 and cpu!"),
+])
+def test_mixed_devices_or_dtypes_on_one_card_stay_the_codes(log: str) -> None:
+    assert diagnose(log).root.value == "code"

@@ -20,6 +20,11 @@ C, D, K, E, F, H = (RootClass.CONFIG, RootClass.DATA, RootClass.CODE, RootClass.
 
 _KEYWORD_FIX = ("Pin the versions the code was written for (pip install 'pkg==X'), or rename "
                 "the keyword as the library's changelog says.")
+#: the usual names of a repo's own packages (no installed package of ML's is named so; the
+#: missing_dependency rule's `project-module` signal lists them too)
+_PROJECT_PACKAGE = (r"(?:src|models?|utils?|lib|config|configs|modules|tools|core|common|scripts|"
+                    r"data|dataset|dataloaders?|networks?|nets|losses?|layers|engine|helpers?|"
+                    r"misc|options|opts|trainers?)")
 #: the usual names of a repo's own script modules (`module 'val' has no attribute 'run'`)
 _PROJECT_MODULE = (r"module '(?:src|models?|utils?|lib|configs?|modules|tools|core|common|"
                    r"scripts|val|test|train|eval|evaluate|datasets?|data|options|opts|main|"
@@ -65,9 +70,8 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
     # the project's own package not importable is the command's (cwd, PYTHONPATH), not an install
     RootRule("MR-ROOT-017", C, "The project's own package is not on the import path",
              "Run from the repository root, set PYTHONPATH to it, or pip install -e . there.",
-             types=("ModuleNotFoundError",), message=r"No module named '(?:src|models?|utils?|lib|"
-                                                     r"config|configs|modules|tools|core|common|"
-                                                     r"scripts)(?:'|\.)"),
+             types=("ModuleNotFoundError",),
+             message=r"No module named '" + _PROJECT_PACKAGE + r"(?:'|\.)"),
     # the environment: what is installed
     RootRule("MR-ROOT-010", E, "A module the code imports is not installed",
              "Install the package that provides it (pip install ...), in the environment "
@@ -149,10 +153,10 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "older release", "Give the override the installed release's signature (accept "
              "num_items_in_batch=None, or **kwargs), or install the transformers version the "
              "code was written for.", types=("TypeError",),
+             # (its private methods are hooks too: `_save_checkpoint(..., metrics=)` in 4.42)
              message=r"\w*Trainer\.(?:training_step|compute_loss|prediction_step|"
-                     r"evaluation_loop|log)\(\) (?:takes \d+ positional arguments? but \d+ "
-                     r"(?:were|was) giv|got an unexpected keyword argument "
-                     r"'num_items_in_batch')",
+                     r"evaluation_loop|log|_\w+)\(\) (?:takes \d+ positional arguments? but "
+                     r"\d+ (?:were|was) giv|got an unexpected keyword argument)",
              corroborates=VERSION),
     # the user's code calls its model (through torch's Module.__call__): not a library's Trainer
     RootRule("MR-ROOT-136", K, "The training code calls a model with a keyword its forward() "
