@@ -78,9 +78,9 @@ class Frame:
 
     @property
     def package(self) -> str | None:
-        """The installed package the frame is in ("torch", "transformers", "stdlib"), or None
-        for the user's own code."""
-        return package_of(self.file)
+        """The package the frame is in ("torch", "stdlib"), None for the user's own code."""
+        package = package_of(self.file)  # (`python -c` code is the user's own: <module>)
+        return None if package == "<string>" and self.function == "<module>" else package
 
 
 _SITE_PACKAGE = lazy(r"[\\/](?:site|dist)-packages[\\/]([^\\/]+)")
@@ -89,10 +89,10 @@ _STDLIB = lazy(r"[\\/]lib[\\/]python\d(?:\.\d+)?[\\/]|^<frozen |\\(?:python\d*|"
 _DISTRIBUTION = lazy(r"(?:-\d[^\\/]*)?(?:\.egg|\.py)?$")
 # an unpacked release of a library run from its source tree: `.../detectron2-0.3/detectron2/...`
 _RELEASE_TREE = lazy(r"[\\/]([A-Za-z_]\w*)-v?\d+(?:\.\w+)+[\\/]\1[\\/]")
-# code a library downloads and runs, not the user's: a Hub model's remote code
-# (`~/.cache/huggingface/modules/transformers_modules/<model>/`), a torch.hub checkout
+# code a library downloads, compiles or execs, not the user's: a Hub model's remote code, a
+# torch.hub checkout, unsloth's compiled trainers (`unsloth_compiled_cache/`), `<string>`
 _DOWNLOADED = lazy(r"[\\/](?:huggingface[\\/]modules[\\/](transformers_modules)|"
-                   r"torch[\\/](hub))[\\/]")
+                   r"torch[\\/](hub)|([A-Za-z]\w*?)_compiled_cache)[\\/]|^(<string>)$")
 
 
 def package_of(path: str) -> str | None:
@@ -108,7 +108,7 @@ def package_of(path: str) -> str | None:
         return match[1]
     match = _DOWNLOADED.search(path)
     if match:
-        return match[1] or "torch.hub"
+        return match[1] or ("torch.hub" if match[2] else match[3] or match[4])
     return "stdlib" if _STDLIB.search(path) else None
 
 

@@ -722,6 +722,10 @@ def test_a_name_error_in_the_users_own_code_stays_code() -> None:
     ("C:\\Users\\u\\.cache\\torch\\hub\\facebookresearch_dinov2_main\\dinov2\\block.py",
      "torch.hub"),
     ("/home/u/hub/train.py", None),
+    # code a library compiles into the working directory, or execs from a string
+    ("/content/unsloth_compiled_cache/UnslothGRPOTrainer.py", "unsloth"),
+    ("<string>", "<string>"),
+    ("<ipython-input-3-1a2b>", None),  # a notebook cell is the user's
 ])
 def test_code_a_library_downloads_is_a_library(path: str, package: str | None) -> None:
     assert package_of(path) == package
@@ -1078,3 +1082,18 @@ def test_mixed_devices_or_dtypes_from_a_multi_card_launch_are_the_configs(
 ])
 def test_mixed_devices_or_dtypes_on_one_card_stay_the_codes(log: str) -> None:
     assert diagnose(log).root.value == "code"
+
+
+def test_a_library_calling_its_own_exec_generated_loop_with_another_signature_is_a_version_break(
+        ) -> None:
+    """unsloth execs its patched training loop from a string: a signature that does not fit
+    there is the library's releases disagreeing, not the user's call."""
+    diagnosis = diagnose(tb(
+        ("/srv/app/train.py", "<module>", "trainer.train()"),
+        ("/usr/local/lib/python3.10/dist-packages/unsloth/models/llama.py", "train",
+         "return inner_training_loop("),
+        ("<string>", "_fast_inner_training_loop",
+         "batch_samples, num_items_in_batch = self.get_batch_samples(epoch_iterator, n, dev)"),
+        exc="TypeError: _unsloth_get_batch_samples() takes 3 positional arguments but 4 were "
+            "given"))
+    assert diagnosis.root.value == "environment"
