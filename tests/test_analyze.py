@@ -410,6 +410,22 @@ def test_a_nan_from_the_first_record_in_the_first_steps_is_no_step_too_large() -
     assert diagnose(tail).rule_id != "MR-CONV-108"
 
 
+@pytest.mark.parametrize(("header", "named"), [
+    ("Epoch 0", True),  # the log places the one NaN record in the run's first epoch
+    ("Epoch 12", False),  # a later epoch of a resumed run: a divergence may come before it
+    ("", False),  # one NaN loss mentioned, no epoch: no run's log
+])
+def test_one_nan_record_the_log_puts_in_the_first_epoch_is_nan_from_the_start(
+        header: str, named: bool) -> None:
+    from tests.test_failures import diagnose
+
+    log = (f"2024-07-09 13:31:30.162810: {header}\n" if header else "") + (
+        "2024-07-09 13:31:30.168464: Current learning rate: 0.01\n"
+        "2024-07-09 13:35:54.727426: train_loss nan\n"
+        "2024-07-09 13:35:54.740389: val_loss nan\n")
+    assert (diagnose(log).rule_id == "MR-CONV-108") is named
+
+
 def test_a_summary_printed_on_the_way_out_of_a_crash_is_no_finished_run() -> None:
     """detectron2 prints "Total training time" in its hooks' after_train, crash or not."""
     from tests.test_failures import diagnose

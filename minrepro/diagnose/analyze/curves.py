@@ -244,8 +244,12 @@ def nan_at_start(state: CurveState) -> Finding | None:
     first = state.loss_at_step_0
     if first is not None and not math.isfinite(first.value):
         return finding(checks.LOSS_NAN_AT_START, 0.6, [first], supersedes=("lr_divergence",))
-    if state.first_loss is None or state.mixed_precision or state.main("loss").count < 3:
-        return None  # one NaN loss mentioned (a sentence, a monitor's alert) is no run's log
+    series = state.main("loss")
+    # one NaN loss mentioned (a sentence, a monitor's alert) is no run's log, unless the log
+    # puts it in the run's first epoch (nnU-Net's `Epoch 0` then `train_loss nan`)
+    if state.first_loss is None or state.mixed_precision or (
+            series.count < 3 and series.first_epoch != 0):
+        return None
     point, step = state.first_loss
     if math.isfinite(point.value) or (step is not None and step > EARLY_STEPS):
         return None
