@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from minrepro.diagnose.extract.traceback import MAX_FRAMES, MAX_MESSAGE_LINES, TracebackExtractor
+from minrepro.diagnose.extract.tbpartial import MAX_FRAMES, MAX_MESSAGE_LINES
+from minrepro.diagnose.extract.traceback import TracebackExtractor
 from minrepro.model import Line, Traceback
 
 

@@ -16,16 +16,14 @@ A traceback whose exception line never came (truncated paste, EOF) is emitted wi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from minrepro.diagnose.extract import pylines
+from minrepro.diagnose.extract.tbpartial import Partial, add_frames
 from minrepro.diagnose.literals import any_of
-from minrepro.model import Frame, Line, Traceback
+from minrepro.model import Line, Traceback
 from minrepro.patterns import lazy
 
-MAX_FRAMES = 200
-MAX_MESSAGE_LINES = 40
-MAX_MESSAGE_CHARS = 4000
 MAX_RANKS = 64
 #: Lines a frame may span (3.13 prints multi-line expressions) and junk a Jupyter block holds.
 _MAX_CODE_LINES = 12
@@ -33,107 +31,9 @@ _MAX_JUPYTER_NOISE = 60
 _MIN_WIDTH = 40  # a console narrower than this is no console a log was copied from
 
 
-#: An exception name printed twice or more, run together (ranks writing one line at once).
-_DOUBLED = lazy(r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*?(?:Error|Exception|Interrupt|Exit|Warning))\1+")
-
-@dataclass(slots=True, eq=False)
-class _Partial:
-    """A traceback being read: frames first, then (once `exc_type` is set) its message."""
-
-    first_line: int
-    last_line: int
-    frames: list[Frame] = field(default_factory=list)
-    header_type: str = ""  # Jupyter's header names the type: `KeyError    Traceback (most ...`
-    expect_code: bool = False
-    spare_lines: int = 0
-    exc_type: str | None = None
-    exc_line: int = 0
-    message: list[str] = field(default_factory=list)
-    message_chars: int = 0
-    vscode: bool = False  # VS Code's debugger: type, message, then frames innermost first
-    wrapped: bool = False  # the last line ended in a pager's `$`: the next one continues it
-    # A console that hard-wraps at its width (PowerShell's redirect, a terminal copy): a
-    # `File "...` line cut before its `", line N` gives the width; a line of that width goes
-    # on in the next one, which starts at column 0.
-    cut: str = ""  # a frame line cut at the width, waiting for its rest
-    width: int = 0
-    previous: int = 0  # the length of the line before
-
-    @property
-    def jupyter(self) -> bool:
-        """Read as Jupyter prints it (`----> 1` frames): its header named the type."""
-        return bool(self.header_type)
-
-    def add_frame(self, frame: Frame) -> None:
-        if len(self.frames) >= MAX_FRAMES:
-            del self.frames[MAX_FRAMES // 2]  # keep where it started and where it failed
-        self.frames.append(frame)
-        self.expect_code = frame.code is None
-        self.spare_lines = 0
-
-    def set_code(self, lineno: int | None, code: str) -> None:
-        if self.frames:
-            last = self.frames[-1]
-            self.frames[-1] = replace(last, line=lineno or last.line, code=code or None)
-        self.expect_code = False
-
-    def start_message(self, exc_type: str, first: str, line: int) -> None:
-        doubled = _DOUBLED.fullmatch(exc_type)  # two processes' lines run together on one:
-        exc_type = doubled[1] if doubled else exc_type  # KeyboardInterruptKeyboardInterrupt
-        self.exc_type, self.exc_line = exc_type, line
-        first = first[:MAX_MESSAGE_CHARS]
-        self.message = [first] if first else []
-        self.message_chars = len(first)
-
-    def add_message_line(self, text: str) -> bool:
-        """Append a continuation line; False when the message is full."""
-        if len(self.message) >= MAX_MESSAGE_LINES or self.message_chars >= MAX_MESSAGE_CHARS:
-            return False
-        text = text.rstrip()[: MAX_MESSAGE_CHARS - self.message_chars]
-        self.message.append(text)
-        self.message_chars += len(text) + 1
-        return True
-
-    def to_event(self, rank: int | None) -> Traceback | None:
-        if self.exc_type is None and not self.frames:
-            return None
-        return Traceback(
-            exc_type=self.exc_type or self._implied_type(),
-            message="\n".join(self.message).strip("\n"),
-            line=self.exc_line or self.last_line,
-            first_line=self.first_line,
-            rank=rank,
-            frames=tuple(reversed(self.frames)) if self.vscode else tuple(self.frames),
-        )
-
-    def _implied_type(self) -> str:
-        """A traceback cut before its exception line: the type Jupyter's header named, or
-        AssertionError where the frame it stopped in is an `assert` statement (Python raises
-        nothing else there), else ""."""
-        if self.header_type:
-            return self.header_type
-        code = self.frames[-1].code if self.frames and not self.vscode else None
-        return "AssertionError" if code and _ASSERT.match(code) else ""
-
-
-def _add_frames(partial: _Partial, frames: list[Frame], line: int, *,
-                flattened: bool = False) -> None:
-    """Add a line's frames. Where the line held several (or the header too), its newlines
-    were lost in the paste (`Traceback (...): File "a.py", line 3, in f  g()  KeyError: 'x'`)
-    and the exception may follow the last frame's code on the same line."""
-    for frame in frames:
-        partial.add_frame(frame)
-    code = frames[-1].code if frames and (flattened or len(frames) > 1) else None
-    found = pylines.exception_anywhere(code) if code else None
-    if code and found is not None:
-        partial.set_code(None, code[: code.find(found[0] + ":")].strip())
-        partial.start_message(found[0], found[1], line)
-
-
 # VS Code's debugger, pasted into many reports: `Exception has occurred: RuntimeError`, the
 # message, then the frames innermost first
 _VSCODE = lazy(r"Exception has occurred: ([A-Za-z_][\w.]*)$")
-_ASSERT = lazy(r"assert\b")
 #: A line holding none of these starts no traceback (a dynamo class may end in Failed,
 #: Missing or Unsupported, or be any class of an exceptions module; Spyder's frames are
 #: `File ~/x.py:7 in f`)
@@ -151,7 +51,7 @@ class TracebackExtractor:
     SELECT = ("traceback", "error", "exception", "warning:")
 
     def __init__(self) -> None:
-        self._partial: dict[int | None, _Partial] = {}
+        self._partial: dict[int | None, Partial] = {}
         # A finished traceback waits for the next non-blank line of its rank, which may say
         # "The above exception was the direct cause..." and so set its `chained`.
         self._pending: dict[int | None, Traceback] = {}
@@ -215,16 +115,16 @@ class TracebackExtractor:
     def _start(self, text: str, line: Line, events: list[Traceback]) -> None:
         number = line.line
         if pylines.HEADER in text:
-            partial = _Partial(first_line=number, last_line=number)
+            partial = Partial(first_line=number, last_line=number)
             partial.header_type = pylines.jupyter_header(text) or ""
             self._partial[line.rank] = partial
-            _add_frames(partial, pylines.frames_in(text.split(pylines.HEADER, 1)[1]), number,
+            add_frames(partial, pylines.frames_in(text.split(pylines.HEADER, 1)[1]), number,
                         flattened=True)
             return
         frames = pylines.frames_in(text) if pylines.may_hold_frame(text) else []
         if frames:
-            partial = _Partial(first_line=number, last_line=number)
-            _add_frames(partial, frames, number)
+            partial = Partial(first_line=number, last_line=number)
+            add_frames(partial, frames, number)
             self._partial[line.rank] = partial
             return
         target = pylines.instantiate_target(text)
@@ -235,7 +135,7 @@ class TracebackExtractor:
         if called is not None and called[1] == number - 1 and (
                 found := pylines.exception_repr(text)) is not None:
             # Hydra's report: the exception, and the target whose call raised it
-            partial = _Partial(first_line=called[1], last_line=number)
+            partial = Partial(first_line=called[1], last_line=number)
             partial.start_message(found[0], found[1], number)
             partial.add_message_line(f"Error in call to target '{called[0]}'")
             self._partial[line.rank] = partial
@@ -243,11 +143,11 @@ class TracebackExtractor:
         vscode = _VSCODE.match(text.strip())
         found = (vscode[1], "") if vscode else pylines.exception_anywhere(text)
         if found is not None:
-            partial = _Partial(first_line=number, last_line=number, vscode=bool(vscode))
+            partial = Partial(first_line=number, last_line=number, vscode=bool(vscode))
             partial.start_message(found[0], found[1], number)
             self._partial[line.rank] = partial
 
-    def _in_frames(self, partial: _Partial, text: str, line: Line,
+    def _in_frames(self, partial: Partial, text: str, line: Line,
                    events: list[Traceback]) -> None:
         whole = _unwrapped(partial, text)
         if whole is None:
@@ -268,7 +168,7 @@ class TracebackExtractor:
                 self._abandon(line, events)
             self._step(text, line, events)
         elif pylines.may_hold_frame(text) and (frames := pylines.frames_in(text)):
-            _add_frames(partial, frames, line.line)
+            add_frames(partial, frames, line.line)
         elif (found := pylines.exception_at_start(text)) is not None and (
                 ":" in text or partial.frames):
             partial.start_message(found[0], found[1], line.line)
@@ -294,7 +194,7 @@ class TracebackExtractor:
             self._abandon(line, events)
             self._step(text, line, events)
 
-    def _in_jupyter(self, partial: _Partial, text: str, stripped: str, line: Line,
+    def _in_jupyter(self, partial: Partial, text: str, stripped: str, line: Line,
                     events: list[Traceback]) -> None:
         arrow = pylines.jupyter_arrow(text)
         if arrow is not None:
@@ -308,7 +208,7 @@ class TracebackExtractor:
             if partial.spare_lines > _MAX_JUPYTER_NOISE:
                 self._abandon(line, events)
 
-    def _in_message(self, partial: _Partial, text: str, line: Line,
+    def _in_message(self, partial: Partial, text: str, line: Line,
                     events: list[Traceback]) -> None:
         if partial.vscode and self._in_vscode_frames(partial, text):
             return
@@ -333,7 +233,7 @@ class TracebackExtractor:
             self._step(text, line, events)
 
     @staticmethod
-    def _in_vscode_frames(partial: _Partial, text: str) -> bool:
+    def _in_vscode_frames(partial: Partial, text: str) -> bool:
         """VS Code's frames, after its message: True when the line was one (or its code)."""
         stripped = text.strip()
         if '", line ' in text and (frames := pylines.frames_in(text)):
@@ -386,9 +286,7 @@ class TracebackExtractor:
         return events
 
 
-
-
-def _unwrapped(partial: _Partial, text: str) -> str | None:
+def _unwrapped(partial: Partial, text: str) -> str | None:
     """The line as printed before a console wrapped it at its width, or None while a wrapped
     line still waits for its rest (or is the tail of a code line, which says nothing)."""
     if partial.cut:
