@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from minrepro.diagnose.failures import timestamp
 from minrepro.diagnose.pipeline import diagnose_lines
 from minrepro.diagnose.reader import split_rank
 from minrepro.diagnose.roots import ROOT_RULES
 from minrepro.diagnose.rules.pack import ID
+from minrepro.diagnose.stamps import timestamp
 from minrepro.model import Line
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"

@@ -251,7 +251,7 @@ def test_first_and_last_seen_come_from_the_logs_dates(tmp_path: Path) -> None:
 def test_as_epoch_inverts_the_ordering_stamp() -> None:
     import calendar
 
-    from minrepro.diagnose.failures import as_epoch, timestamp
+    from minrepro.diagnose.stamps import as_epoch, timestamp
 
     for text in ("2024-01-01 00:00:00", "2024-02-29 23:59:59.5", "2023-12-31 12:00:00",
                  "2025-07-31 08:15:00", "2024-12-01 00:00:00"):

@@ -17,7 +17,6 @@ Of the rest, the earliest wins: by timestamp where both lines carry one, else by
 
 from __future__ import annotations
 
-import calendar
 import re
 from collections import deque
 from dataclasses import dataclass, replace
@@ -25,6 +24,7 @@ from dataclasses import dataclass, replace
 from minrepro.diagnose.extract.cxxabort import is_cxx_abort
 from minrepro.diagnose.extract.kills import BATCH_REPORT, JOB_END
 from minrepro.diagnose.extract.pylines import exception_at_start
+from minrepro.diagnose.stamps import DATED, timestamp
 from minrepro.model import (
     CudaAssert,
     Failure,
@@ -38,7 +38,6 @@ from minrepro.model import (
 from minrepro.patterns import lazy
 
 MAX_CANDIDATES = 24
-_DATED = 1e9  # Unix times of dated lines are above this, glog's (month, day, time) below
 MAX_CASCADE = 8
 _WRAPPED = lazy(r"Caught \w+ in (?:DataLoader worker process|replica) \d+")
 # torch < 1.2 re-raised a worker's exception with its traceback as message: `TypeError:
@@ -79,8 +78,6 @@ _WARNED = lazy(r"(?:\[WARN(?:ING)?\]|\bWARN(?:ING)?\b\s*[:\]-]|^W\d{4} \d\d:\d\d
 _ARGPARSE = lazy(r"unrecognized arguments|arguments are required|invalid choice")
 _ROOT_RANK = lazy(r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(\d+)",
                         re.DOTALL)
-_ISO_TIME = lazy(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
-_GLOG_TIME = lazy(r"\b[IWEF](\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})")
 
 
 @dataclass(eq=False)
@@ -371,30 +368,6 @@ def _kill_role(event: ProcessKilled) -> str:
 def _order_key(failures: list[Failure]):  # noqa: ANN202 - a sort key
     """By timestamp when every candidate has one, else by where it starts in the log."""
     stamps = [f.timestamp for f in failures]
-    if all(t is not None for t in stamps) and len({t > _DATED for t in stamps}) == 1:  # type: ignore[operator]
+    if all(t is not None for t in stamps) and len({t > DATED for t in stamps}) == 1:  # type: ignore[operator]
         return lambda f: (f.timestamp, f.first_line)
     return lambda f: f.first_line
-
-
-def as_epoch(stamp: float | None) -> float | None:
-    """The Unix time of a `timestamp()` with a year (the log's clock read as UTC), for
-    first/last-seen dates; None for glog's year-less stamps."""
-    return stamp if stamp is not None and stamp > _DATED else None
-
-
-def timestamp(text: str) -> float | None:
-    """Seconds of the date-time a log line starts with: for an ISO date the Unix time (the
-    clock read as UTC), for glog's year-less stamp seconds into the year (ordering only)."""
-    found = _ISO_TIME.search(text[:80])
-    if found:
-        year, month, day, hour, minute, second = (int(g) for g in found.groups()[:6])
-        fraction = float("0." + found[7]) if found[7] else 0.0
-        if not 1 <= month <= 12:
-            return None  # no date: `2024-13-01` is no time of day to order by
-        return calendar.timegm((year, month, day, hour, minute, second)) + fraction
-    found = _GLOG_TIME.search(text[:80])
-    if found:
-        month, day, hour, minute, second = (int(g) for g in found.groups()[:5])
-        return (((month * 31 + day) * 24 + hour) * 60 + minute) * 60 + second + \
-            float("0." + found[6])
-    return None

@@ -14,12 +14,13 @@ from dataclasses import replace
 from minrepro.diagnose.analyze import Analyzer, CurveAnalyzer, default_analyzers
 from minrepro.diagnose.decide import Context, decide
 from minrepro.diagnose.extract import ExtractorSet, selection_words
-from minrepro.diagnose.failures import FailureLog, timestamp
+from minrepro.diagnose.failures import FailureLog
 from minrepro.diagnose.matcher import RuleMatcher
 from minrepro.diagnose.reader import LogReader
 from minrepro.diagnose.rules.pack import Rule
 from minrepro.diagnose.rules.registry import RuleSet, load_rules
 from minrepro.diagnose.scan import LineSelector
+from minrepro.diagnose.stamps import timestamp
 from minrepro.diagnose.weigh import LogShape, weigh
 from minrepro.model import (
     CudaAssert,

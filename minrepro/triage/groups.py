@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from minrepro.diagnose.failures import as_epoch
+from minrepro.diagnose.stamps import as_epoch
 from minrepro.errors import MinreproError
 from minrepro.model import RootClass
 from minrepro.triage.inputs import rank_of
