@@ -1097,3 +1097,15 @@ def test_a_library_calling_its_own_exec_generated_loop_with_another_signature_is
         exc="TypeError: _unsloth_get_batch_samples() takes 3 positional arguments but 4 were "
             "given"))
     assert diagnosis.root.value == "environment"
+
+
+@pytest.mark.parametrize("message", [
+    "ValueError: Undefined dataset mllm_demo in dataset_info.json.",
+    "KeyError: \"Dataset 'coco_2017_trian' is not registered! Available datasets are: ...\"",
+])
+def test_a_dataset_name_the_registry_does_not_list_is_the_configs(message: str) -> None:
+    diagnosis = diagnose(tb(("/kaggle/working/LLaMA-Factory/src/llamafactory/data/parser.py",
+                             "get_dataset_list",
+                             'raise ValueError(f"Undefined dataset {name} in {DATA_CONFIG}.")'),
+                            exc=message))
+    assert (diagnosis.rule_id, diagnosis.root.value) == ("MR-ROOT-141", "config")

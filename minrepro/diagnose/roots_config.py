@@ -101,6 +101,15 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              types=("RuntimeError", "KeyError", "ValueError"),
              message=r"Unknown model \(|Unrecognized model in \S+\. Should have a "
                      r"`model_type` key"),
+    # a dataset name the config gives that the framework's registry does not list
+    # (LLaMA-Factory's dataset_info.json, detectron2's DatasetCatalog, mmengine's registry):
+    # a typo, or the registry file looked up from another working directory
+    RootRule("MR-ROOT-141", C, "The config names a dataset the registry does not list",
+             "Check the dataset name against the registry (dataset_info.json, the catalog) "
+             "and that the job runs from the folder the registry path is relative to.",
+             types=("ValueError", "KeyError", "AssertionError", "RuntimeError"),
+             message=r"(?i)\b(?:undefined|unknown|unregistered) dataset\b|\bdataset "
+                     r"['\"]?[\w./-]+['\"]? is not (?:registered|defined)\b"),
     RootRule("MR-ROOT-031", C, "A config key is missing or wrong",
              "Check the config file against what the code reads (the key in the message).",
              types=("ConfigAttributeError", "ConfigKeyError", "ConfigurationError",
