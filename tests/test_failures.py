@@ -863,3 +863,29 @@ def test_a_later_attempts_failure_of_another_type_does_not_name_the_first() -> N
     assert diagnosis.root.value == "code"
     again = diagnose(later + "epoch 0\n" + later)
     assert again.cause == "shape_mismatch"
+
+
+def test_torch_multiprocessing_spawn_names_the_process_that_failed() -> None:
+    """mp.spawn (detectron2's launch) re-raises a child's exception in the parent as
+    ProcessRaisedException, `-- Process 3 terminated with the following error:` above it
+    (after a blank line, which the reader does not hand on)."""
+    log = (traceback("torch.multiprocessing.spawn.ProcessRaisedException: ",
+                     "/env/lib/python3.9/site-packages/torch/multiprocessing/spawn.py")
+           + "-- Process 3 terminated with the following error:\n"
+           + traceback("TypeError: expected str, bytes or os.PathLike object, not NoneType",
+                       "/env/lib/python3.9/site-packages/torch/multiprocessing/spawn.py",
+                       "/srv/app/tools/train_net.py"))
+    failure = diagnose(log).failure
+    assert (failure.exc_type, failure.rank) == ("TypeError", 3)
+
+
+def test_a_traceback_printed_bare_then_again_with_one_ranks_prefix_is_that_ranks() -> None:
+    """A logger that keeps rank 0's output prints the exception once bare, then torchrun's
+    `[rank0]:` copy of it: the failure is rank 0's."""
+    exc = "NameError: name 'state' is not defined"
+    bare = traceback(exc, "/srv/app/src/run.py", "/srv/app/src/trainer.py")
+    prefixed = "".join(f"[rank0]: {row}\n" for row in bare.splitlines())
+    assert diagnose(bare + prefixed).failure.rank == 0
+    # copies from two ranks do not say whose the bare one was
+    two = prefixed + prefixed.replace("[rank0]", "[rank1]")
+    assert diagnose(bare + two).failure.rank is None

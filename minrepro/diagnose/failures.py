@@ -76,8 +76,9 @@ _REPORTED_FIRST = lazy(BATCH_REPORT)  # a kill the batch scheduler reports above
 _WARNED = lazy(r"(?:\[WARN(?:ING)?\]|\bWARN(?:ING)?\b\s*[:\]-]|^W\d{4} \d\d:\d\d)"
                r".*?(?:Traceback \(most recent call last\)|\b[A-Za-z_][\w.]*(?:Error|Exception)\b)")
 _ARGPARSE = lazy(r"unrecognized arguments|arguments are required|invalid choice")
-_ROOT_RANK = lazy(r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(\d+)",
-                        re.DOTALL)
+# torchrun's Root Cause table; torch.multiprocessing.spawn's report of the process that failed
+_ROOT_RANK = lazy(r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(\d+)|"
+                  r"^-- Process (\d+) terminated with the following error", re.DOTALL)
 
 
 @dataclass(eq=False)
@@ -113,7 +114,7 @@ class FailureLog:
                 or any(_LAUNCHER_FRAME.search(frame.file) for frame in tb.frames))):
             found = _ROOT_RANK.search(text)
             if found:
-                self.root_rank = int(found[1])
+                self.root_rank = int(found[1] or found[2])
             role = "wrapper"
         elif (short in _SHELL_TOOLS and not tb.frames) or _WARNED.search(opening):
             role = "cascade"  # taken only where nothing else is found: a shell's message, or
@@ -293,10 +294,14 @@ class FailureLog:
         rest = [f for f in failures + others if f is not first]
         rest.sort(key=lambda f: f.first_line)
         first = _typed_by_what_followed(_typed_by_wrapper(first, others), rest)
-        if first.rank is None and first.frames and failures and all(
-                (f.rank, f.exc_type, f.message) == (None, first.exc_type, first.message)
-                for f in failures):  # copies printed without prefixes: torchrun says whose
-            first = replace(first, rank=self.root_rank)
+        if first.rank is None and first.frames and failures:
+            seen = {(f.rank, f.exc_type, f.message) for f in failures if f.exc_type}
+            ranks = {rank for rank, *error in seen
+                     if rank is not None and error == [first.exc_type, first.message]}
+            if seen == {(None, first.exc_type, first.message)}:  # copies without prefixes:
+                first = replace(first, rank=self.root_rank)  # the launcher says whose
+            elif len(ranks) == 1:  # one rank's prefixed copy of it, printed later
+                first = replace(first, rank=min(ranks))
         return first, tuple(rest[:MAX_CASCADE]), bool(failures)
 
 
