@@ -162,3 +162,16 @@ def test_a_version_check_of_a_call_whose_package_the_log_does_not_name(tmp_path)
     named = run("--package", "json")
     assert named.returncode == 1 and "REPRODUCED" in named.stdout
     assert run("--package", "json", "--fixed").returncode == 0
+
+
+def test_a_version_check_named_by_placement_alone_says_the_log_names_no_call(
+        tmp_path) -> None:  # noqa: ANN001
+    """A version break named from where it was raised (no keyword in the message: `f() takes
+    3 positional arguments but 4 were given`) leaves the check no call to look up."""
+    import subprocess
+    path = write_script(render_repro(diagnosis("version_incompatibility", "keyword", {})),
+                        tmp_path / "check.py")
+    result = subprocess.run([sys.executable, str(path), "--device", "cpu"],
+                            capture_output=True, text=True, timeout=TIMEOUT)
+    assert result.returncode == 125
+    assert "no call the log names in torch" in result.stdout
