@@ -1109,3 +1109,19 @@ def test_a_dataset_name_the_registry_does_not_list_is_the_configs(message: str) 
                              'raise ValueError(f"Undefined dataset {name} in {DATA_CONFIG}.")'),
                             exc=message))
     assert (diagnosis.rule_id, diagnosis.root.value) == ("MR-ROOT-141", "config")
+
+
+@pytest.mark.parametrize(("path", "rule", "root"), [
+    # the repo's own script importing itself: its import structure
+    ("/workspaces/course/week9/gpt_train.py", "MR-ROOT-142", "code"),
+    # an installed package's partial import: not the repo's cycle (the version rules' call)
+    ("/env/lib/python3.10/site-packages/torchvision/__init__.py", "MR-ENV-003", "environment"),
+])
+def test_a_circular_import_among_the_repos_own_modules_is_the_code(path: str, rule: str,
+                                                                 root: str) -> None:
+    diagnosis = diagnose(tb(("/workspaces/course/week9/gpt_train.py", "<module>",
+                             "from gpt_train import GPT_CONFIG_124M"),
+                            exc="ImportError: cannot import name 'GPT_CONFIG_124M' from "
+                                "partially initialized module 'gpt_train' (most likely due to "
+                                f"a circular import) ({path})"))
+    assert (diagnosis.rule_id, diagnosis.root.value) == (rule, root)

@@ -87,6 +87,15 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "Install the Triton build that fits the torch release (pip install triton; "
              "triton-windows on Windows), or compile without it (torch.compile(..., "
              "backend='aot_eager')) or not at all.", types=("TritonMissing",)),
+    # a module of the repo's own that imports itself, or one that imports it back, before its
+    # names are defined: the repo's import structure (or a script named like what it imports)
+    RootRule("MR-ROOT-142", K, "The repo's own modules import each other in a circle",
+             "Break the cycle: move the shared names into a module both import, import inside "
+             "the function that needs it, or rename a script that has the name of a module it "
+             "imports.", types=("ImportError",),
+             message=r"from partially initialized module '[\w.]+' \(most likely due to a "
+                     r"circular import\) \((?![^)]*(?:site-packages|dist-packages|[\\/]lib"
+                     r"[\\/]python|conda|\.venv))[^)]+\)"),
     RootRule("MR-ROOT-011", E, "An installed package lacks a name the code imports",
              "Install the version the code was written for (see the repo's requirements).",
              types=("ImportError",),
