@@ -1125,3 +1125,22 @@ def test_a_circular_import_among_the_repos_own_modules_is_the_code(path: str, ru
                                 "partially initialized module 'gpt_train' (most likely due to "
                                 f"a circular import) ({path})"))
     assert (diagnosis.rule_id, diagnosis.root.value) == (rule, root)
+
+
+@pytest.mark.parametrize(("frame", "exc", "cause"), [
+    # the run's own failure says the CUDA install does not fit: the cause, not a weak sign
+    (("/env/lib/python3.10/site-packages/torch/cuda/__init__.py", "_lazy_init",
+      "torch._C._cuda_init()"),
+     "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an "
+     "NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx",
+     "cuda_env_mismatch"),
+    # a tensor attribute current torch has (Tensor.T): the installed torch is older
+    (("/srv/app/memory_table.py", "probability",
+      "sum_prob = torch.exp(outputs.matmul(self.vectors.T) / t).sum(dim=1)"),
+     "AttributeError: 'Tensor' object has no attribute 'T'", "version_incompatibility"),
+])
+def test_a_failure_whose_root_rule_reads_the_cause_names_it(
+        frame: tuple[str, str, str], exc: str, cause: str) -> None:
+    diagnosis = diagnose(tb(USER, frame, exc=exc))
+    assert diagnosis.cause == cause and diagnosis.root.value == "environment"
+    assert diagnosis.confidence >= 0.55

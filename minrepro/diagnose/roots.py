@@ -266,7 +266,8 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
                      r"driver on your system is too old|Found no NVIDIA driver|"
                      r"Torch not compiled with CUDA enabled|libcudart|"
                      r"too old to be supported|CUDA capability sm_\d+ is not compatible|"
-                     r"only supports devices of CUDA Capability"),
+                     r"only supports devices of CUDA Capability",
+             corroborates="cuda_env_mismatch"),
     # a GPU index the machine does not have: the job's device setting, not its CUDA install
     RootRule("MR-ROOT-090", C, "The job asks for a GPU this machine does not have (a device "
              "index past the visible GPUs)", "Ask for a GPU index below torch.cuda.device_count() "

@@ -118,7 +118,7 @@ PLACE_RULES: tuple[RootRule, ...] = (
              "repo's requirements); the attribute exists in current releases.",
              types=("AttributeError",), api="tensor_api",
              message=r"'(?:Tensor|Parameter|Variable|torch\.(?:cuda\.)?\w*Tensor)' object has no "
-                     r"attribute"),
+                     r"attribute", corroborates=VERSION),
     RootRule("MR-ROOT-044", K, "The code asks an object of its own for an attribute it does "
              "not have", "Read the innermost frame of your code: a typo, a model wrapped by "
              "DataParallel/DDP (use model.module), or an attribute set only on another path.",
