@@ -96,9 +96,9 @@ _DOWNLOADED = lazy(r"[\\/](?:huggingface[\\/]modules[\\/](transformers_modules)|
 
 
 def package_of(path: str) -> str | None:
-    """`.../site-packages/transformers/trainer.py` -> "transformers"; a Hub model's remote
-    code -> "transformers_modules", a torch.hub checkout -> "torch.hub"; a standard-library
-    path -> "stdlib"; anything else (the user's code, a notebook cell) -> None."""
+    """`.../site-packages/transformers/trainer.py` -> "transformers"; Hub remote code ->
+    "transformers_modules", torch.hub -> "torch.hub", `unsloth_compiled_cache/` -> "unsloth",
+    exec'd code -> "<string>", the standard library -> "stdlib"; the user's code -> None."""
     match = _SITE_PACKAGE.search(path)
     if match:
         name = _DISTRIBUTION.sub("", match[1])  # "foo-1.0-py3.8.egg" -> "foo", "six.py" -> "six"

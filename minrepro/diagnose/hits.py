@@ -16,6 +16,7 @@ from minrepro.model import Evidence, Finding, Line, ParamValue, Role
 
 KEEP_HITS = 6  # evidence kept per signal (the first), and its last hit besides
 KEEP_LINES = 64  # hit line numbers kept per signal, first and last, for proximity checks
+_EVIDENCE = 8  # evidence lines a finding shows: its first hits, and its last
 
 
 @dataclass(slots=True, eq=False)
@@ -100,9 +101,6 @@ def _kept_share(signals: tuple[Signal, ...], against: list[int]) -> float:
 def _veto(rule: Rule, kept_share: float) -> Finding:
     return Finding(rule_id=rule.id, cause=rule.cause, category=rule.category, score=0.0,
                    first_line=0, kept_share=kept_share)
-
-
-_EVIDENCE = 8
 
 
 def _evidence(states: dict[int, SignalState], counted: list[int], rule: Rule) -> tuple:
