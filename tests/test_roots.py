@@ -1144,3 +1144,23 @@ def test_a_failure_whose_root_rule_reads_the_cause_names_it(
     diagnosis = diagnose(tb(USER, frame, exc=exc))
     assert diagnosis.cause == cause and diagnosis.root.value == "environment"
     assert diagnosis.confidence >= 0.55
+
+
+_OPTIMIZER_PY = "/env/lib/python3.10/site-packages/torch/optim/optimizer.py"
+
+
+@pytest.mark.parametrize(("exc", "named"), [
+    # the repo's EMA wrapper never ran Optimizer.__init__: newer torch reads what it lacks
+    ("AttributeError: 'EMA' object has no attribute '_optimizer_state_dict_pre_hooks'", True),
+    ("AttributeError: 'Lookahead' object has no attribute '_optimizer_step_pre_hooks'", True),
+    ("AttributeError: 'EMA' object has no attribute 'defaults'", True),
+    # torch's own optimizer lacking its own state: not a wrapper of the repo's
+    ("AttributeError: 'Adam' object has no attribute 'defaults'", False),
+])
+def test_an_optimizer_wrapper_written_for_an_older_torch_is_a_version_break(exc: str,
+                                                                          named: bool) -> None:
+    diagnosis = diagnose(tb(("/srv/app/main.py", "<module>", "optimizer.zero_grad()"),
+                            (_OPTIMIZER_PY, "zero_grad",
+                             "foreach = self.defaults.get('foreach', False)"), exc=exc))
+    assert (diagnosis.rule_id == "MR-ENV-003") is named
+    assert (diagnosis.cause == "version_incompatibility") is named

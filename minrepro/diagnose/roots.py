@@ -231,6 +231,19 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "import it by its path; else the repo's code and its callers disagree.",
              types=("AttributeError",), message=_PROJECT_MODULE + r"(?:\.[\w.]+)?' has no "
              r"attribute"),
+    # an optimizer class of the repo's (an EMA or Lookahead wrapper, an old RAdam) that never
+    # ran torch.optim.Optimizer.__init__ meets the state newer torch's methods read
+    # (`_optimizer_step_pre_hooks` since 2.0, `defaults` in zero_grad): torch's own classes
+    # have it; the wrapper was written for an older torch
+    RootRule("MR-ROOT-143", E, "An optimizer wrapper of the repo's lacks the state the "
+             "installed torch's Optimizer methods read", "Install the torch release the repo "
+             "was written for, or update the wrapper: call Optimizer.__init__ (or copy "
+             "defaults, state and the _optimizer_*_hooks from the optimizer it wraps).",
+             types=("AttributeError",), packages=("torch",),
+             message=r"'(?!(?:Adam|AdamW|SGD|RMSprop|Adagrad|Adadelta|Adamax|NAdam|RAdam|LBFGS|"
+                     r"ASGD|Rprop|SparseAdam|Optimizer)')\w+' object has no attribute "
+                     r"'(?:_optimizer_\w+_hooks|defaults|_zero_grad_profile_name)'",
+             corroborates=VERSION),
     RootRule("MR-ROOT-016", E, "An installed module lacks an attribute the code uses",
              "The module's version (or build: torch without distributed, without CUDA) is not "
              "the one the code expects; install the one it needs.",
