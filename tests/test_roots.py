@@ -1164,3 +1164,16 @@ def test_an_optimizer_wrapper_written_for_an_older_torch_is_a_version_break(exc:
                              "foreach = self.defaults.get('foreach', False)"), exc=exc))
     assert (diagnosis.rule_id == "MR-ENV-003") is named
     assert (diagnosis.cause == "version_incompatibility") is named
+
+
+def test_sizes_that_meet_in_an_optimizer_step_are_no_layer_fed_a_wrong_size() -> None:
+    """Resuming with an optimizer state that does not fit the model: Adam's exp_avg and the
+    gradient differ in size, inside the optimizer's step."""
+    step = ("/srv/app/utils/optimization.py", "step",
+            "exp_avg.mul_(beta1).add_(grad, alpha=1.0 - beta1)")
+    exc = ("RuntimeError: The size of tensor a (768) must match the size of tensor b (2) at "
+           "non-singleton dimension 0")
+    assert diagnose(tb(USER, step, exc=exc)).cause is None
+    # the same message from a loss of an output against its target stays a shape mismatch
+    loss = ("/srv/app/train.py", "train", "loss = criterion(outputs, targets)")
+    assert diagnose(tb(USER, loss, exc=exc)).cause == "shape_mismatch"
