@@ -1177,3 +1177,20 @@ def test_sizes_that_meet_in_an_optimizer_step_are_no_layer_fed_a_wrong_size() ->
     # the same message from a loss of an output against its target stays a shape mismatch
     loss = ("/srv/app/train.py", "train", "loss = criterion(outputs, targets)")
     assert diagnose(tb(USER, loss, exc=exc)).cause == "shape_mismatch"
+
+
+_SAVE = ("/env/lib/python3.9/site-packages/torch/serialization.py", "__init__",
+         "super().__init__(torch._C.PyTorchFileWriter(str(name)))")
+
+
+@pytest.mark.parametrize(("exc", "rule", "root"), [
+    ("RuntimeError: Parent directory out/ckpt does not exist.", "MR-ROOT-144", "config"),
+    # a missing folder, a full disk or no permission: the message does not say which
+    ("RuntimeError: File my_out/checkpoints/checkpoint_0.pt cannot be opened.", "MR-ROOT-145",
+     None),
+])
+def test_a_checkpoint_torch_save_cannot_write(exc: str, rule: str, root: str | None) -> None:
+    diagnosis = diagnose(tb(("/srv/app/train.py", "train", "torch.save(state, path)"), _SAVE,
+                            exc=exc))
+    assert diagnosis.rule_id == rule
+    assert (diagnosis.root.value if diagnosis.root else None) == root

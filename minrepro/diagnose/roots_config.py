@@ -101,6 +101,17 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              types=("RuntimeError", "KeyError", "ValueError"),
              message=r"Unknown model \(|Unrecognized model in \S+\. Should have a "
                      r"`model_type` key"),
+    # torch.save into a folder that is not there: the output path the job was given
+    RootRule("MR-ROOT-144", C, "A checkpoint is saved into a folder that does not exist",
+             "Create the output folder before saving (os.makedirs(path, exist_ok=True)) or fix "
+             "the output / checkpoint path in the config.", types=("RuntimeError",),
+             message=r"Parent directory \S+ does not exist"),
+    # ... or a file torch.save cannot open: a missing folder, a full disk or no permission;
+    # the message does not say which (no root class, the fix names all three)
+    RootRule("MR-ROOT-145", None, "torch.save could not open the checkpoint file for writing",
+             "Check the path the checkpoint is written to: its folder must exist and be "
+             "writable, and the disk must have space for it (df -h on that folder).",
+             types=("RuntimeError",), message=r"File .{1,300}? cannot be opened"),
     # a dataset name the config gives that the framework's registry does not list
     # (LLaMA-Factory's dataset_info.json, detectron2's DatasetCatalog, mmengine's registry):
     # a typo, or the registry file looked up from another working directory
