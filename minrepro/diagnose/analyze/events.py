@@ -21,9 +21,6 @@ FRAGMENTED_SHARE = 0.25
 #: more (a few hundred MiB of split blocks is ordinary slack on a full card).
 SOME_SHARE = 0.15
 SOME_BYTES = 1 << 30
-#: ... or, whatever its share, when the pool holds this many times the request unused (and a
-#: GiB or more) and still cannot serve it: the free blocks are all smaller than the request.
-MANY_TIMES = 8
 #: Of the card's memory, neither free nor reserved by this process: another process holds it.
 HELD_ELSEWHERE = 0.5
 #: Dynamic loss scaling halves a few times at start-up; this many reductions, never regrowing,
@@ -99,8 +96,7 @@ def is_fragmented(report: OomReport) -> bool:
     # The message rounds to two decimals: 1.67 GiB unallocated "equals" a 1.67 GiB request.
     return unallocated >= 0.98 * requested and (
         share >= FRAGMENTED_SHARE
-        or (share >= SOME_SHARE and unallocated >= max(2 * requested, SOME_BYTES))
-        or unallocated >= max(MANY_TIMES * requested, SOME_BYTES))
+        or (share >= SOME_SHARE and unallocated >= max(2 * requested, SOME_BYTES)))
 
 
 class LossScaleAnalyzer:
