@@ -33,14 +33,15 @@ class SignalState:
     first_lines: list[int] = field(default_factory=list)
     last_lines: deque[int] = field(default_factory=lambda: deque(maxlen=KEEP_LINES))
     # the last hit past the first KEEP_HITS: the same error again at the log's end (every
-    # launch of a sweep running out of memory) is how the log ended
-    last: Hit | None = None
+    # launch of a sweep running out of memory) is how the log ended. Kept as it came (a
+    # signal on every metric line hits thousands of times); its Hit is made once, at the end
+    last: tuple[Line, dict[str, str]] | None = None
 
     def add(self, line: Line, groups: dict[str, str]) -> None:
         if len(self.hits) < KEEP_HITS:
-            self.hits.append(Hit(line.line, line.rank, line.text[:500], groups))
+            self.hits.append(_hit(line, groups))
         else:
-            self.last = Hit(line.line, line.rank, line.text[:500], groups)
+            self.last = (line, groups)
         if len(self.first_lines) < KEEP_LINES:
             self.first_lines.append(line.line)
         else:
@@ -48,6 +49,14 @@ class SignalState:
 
     def lines(self) -> list[int]:
         return self.first_lines + list(self.last_lines)
+
+    def kept(self) -> list[Hit]:
+        """The first KEEP_HITS hits, and the last one past them."""
+        return self.hits + [_hit(*self.last)] if self.last else self.hits
+
+
+def _hit(line: Line, groups: dict[str, str]) -> Hit:
+    return Hit(line.line, line.rank, line.text[:500], groups)
 
 
 def finding_of(rule: Rule, states: dict[int, SignalState]) -> Finding | None:
@@ -105,7 +114,7 @@ def _veto(rule: Rule, kept_share: float) -> Finding:
 
 def _evidence(states: dict[int, SignalState], counted: list[int], rule: Rule) -> tuple:
     hits = {(h.line, h.text): h for s in counted if rule.signals[s].role is not Role.AGAINST
-            for h in (*states[s].hits, *((states[s].last,) if states[s].last else ()))}
+            for h in states[s].kept()}
     ordered = sorted(hits.values(), key=lambda h: h.line)
     # the first lines, and the last: where it showed first and whether it was how it ended
     chosen = ordered if len(ordered) <= _EVIDENCE else ordered[:_EVIDENCE - 1] + ordered[-1:]
