@@ -646,7 +646,17 @@ def test_a_cuda_oom_with_the_card_held_elsewhere_is_the_environments(report: str
     (tb(USER, ("/home/u/.cache/huggingface/modules/transformers_modules/chatglm-6b/"
                "tokenization_chatglm.py", "save_vocabulary",
                'save_directory, VOCAB_FILES_NAMES["vocab_file"]'),
-        exc="NameError: name 'VOCAB_FILES_NAMES' is not defined"), "MR-ROOT-085", "framework"),
+        exc="NameError: name 'VOCAB_FILES_NAMES' is not defined"), "MR-ROOT-147", "framework"),
+    # an installed library's guarded import of an optional package that is not installed
+    (tb(USER, ("/usr/local/lib/python3.10/dist-packages/trl/trainer/utils.py",
+               "get_peft_config", "peft_config = LoraConfig("),
+        exc="NameError: name 'LoraConfig' is not defined. Did you mean: 'ModelConfig'?"),
+     "MR-ROOT-146", "environment"),
+    # a local the library's own code path never set: the library's bug
+    (tb(USER, ("/env/lib/python3.11/site-packages/lib/trainer.py", "step",
+               "return outputs"),
+        exc="UnboundLocalError: cannot access local variable 'outputs' where it is not "
+            "associated with a value"), "MR-ROOT-085", "framework"),
     # the code's own check that it runs under a distributed launcher
     (tb(USER, ("../utils.py", "__init__", "assert dist.is_initialized()"),
         exc="AssertionError"), "MR-ROOT-047", "config"),
@@ -1194,3 +1204,29 @@ def test_a_checkpoint_torch_save_cannot_write(exc: str, rule: str, root: str | N
                             exc=exc))
     assert diagnosis.rule_id == rule
     assert (diagnosis.root.value if diagnosis.root else None) == root
+
+
+@pytest.mark.parametrize("bar", [
+    "0it [00:00, ?it/s]",
+    "Epoch 1:   0%|          | 0/0 [00:00<?, ?it/s]",
+    "train: 0it [00:00, ?it/s, loss=?]",
+])
+def test_a_failure_right_after_a_loop_over_no_batch_is_the_empty_data(bar: str) -> None:
+    """An empty data set: the loop ran zero times, and the code after it failed on what the
+    loop sets (a loss never assigned, a mean over zero batches)."""
+    log = ("Preparing batches...\n" + bar + "\nEpoch: 1 / 5\n" +
+           tb(("train.py", "main", "name = f'epoch-{epoch}-{loss}.pt'"),
+              exc="UnboundLocalError: cannot access local variable 'loss' where it is not "
+                  "associated with a value"))
+    diagnosis = diagnose(log)
+    assert diagnosis.root is not None and diagnosis.root.value == "data"
+    assert diagnosis.rule_id == "MR-ROOT-148"
+
+
+@pytest.mark.parametrize("bar", ["100it [00:10, 9.8it/s]", "10/10 [00:01<00:00, 9.1it/s]",
+                                 "0it [00:00, ?it/s]\nEpoch 2\n100%|###| 50/50 [00:05<00:00]"])
+def test_a_loop_that_ran_leaves_the_failure_after_it_to_the_code(bar: str) -> None:
+    log = bar + "\n" + tb(("train.py", "main", "print(total / n)"),
+                          exc="ZeroDivisionError: division by zero")
+    diagnosis = diagnose(log)
+    assert diagnosis.root is not None and diagnosis.root.value == "code"

@@ -63,6 +63,7 @@ class Context:
     first_is_failure: bool = False  # a failure of its own, not only a cascade or a wrapper
     empty: bool = False  # no line with anything but white space
     last_record_line: int = 0  # the last training record: an error before it did not stop the run
+    no_batches: tuple[int, ...] = ()  # exception lines right after a loop over no batch
 
 
 def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Diagnosis:
@@ -101,11 +102,13 @@ def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Dia
 
 def _placed(context: Context) -> RootRule | None:
     """The root rule of the first failure, where there is one (the log's trained length
-    decides the rules that need a run that trained first)."""
+    decides the rules that need a run that trained first; a loop over no batch just before
+    it, those of an empty data set)."""
     first = context.first_failure
     if first is None:
         return None
-    return root_of(first, trained=len(context.loss_curve) >= TRAINED_POINTS)
+    return root_of(first, trained=len(context.loss_curve) >= TRAINED_POINTS,
+                   no_batches=first.line in context.no_batches)
 
 
 def _corroborated(findings: list[Finding], context: Context,

@@ -14,6 +14,7 @@ from dataclasses import replace
 from minrepro.diagnose.analyze import Analyzer, CurveAnalyzer, default_analyzers
 from minrepro.diagnose.decide import Context, decide
 from minrepro.diagnose.extract import ExtractorSet, selection_words
+from minrepro.diagnose.extract.progress import empty_bar, is_bar
 from minrepro.diagnose.failures import FailureLog
 from minrepro.diagnose.matcher import RuleMatcher
 from minrepro.diagnose.reader import LogReader
@@ -43,6 +44,7 @@ from minrepro.model import (
 _KEEP_TRACEBACKS = 6  # the first few (the original failure) and the last (how it ended)
 _RECENT_LINES = 256  # lines kept to give multi-line events their own line's text
 _WENT_ON = 3  # training records after an error that show the run went on past it
+_BAR_BEFORE = 12  # lines before a traceback where the loop's last progress bar is looked for
 _RESTARTS = 4  # a series going back more often than this counts epochs, not sessions
 _SERIES_MAX = 64  # series whose position is followed (bounded memory)
 TASK_FACTS = frozenset({"num_classes", "loss_fn"})  # of the task, for the analyzers, not the env
@@ -66,6 +68,9 @@ class _Collector:
         self._resets: dict[str, list[int]] = {}  # series -> lines where it went back
         self._position: dict[str, tuple[float, int]] = {}  # series -> its last (epoch, step)
         self.ended_line = 0  # where the run last said it finished
+        # exception lines of tracebacks right after a progress bar over no item: the loop
+        # had no batch to run (an empty data set), and what failed next is that
+        self.no_batches: list[int] = []
         self.lines = 0
 
     def dispatch(self, event: Event, current: Line) -> None:
@@ -127,10 +132,21 @@ class _Collector:
                           frames=tb.frames, text=format_traceback(tb), timestamp=stamp)
         self.failure_log.add_traceback(tb, failure, self._text_of(tb.first_line - 1),
                                        self._text_of(tb.first_line))
+        if len(self.no_batches) < _KEEP_TRACEBACKS and self._after_empty_bar(tb.first_line):
+            self.no_batches.append(tb.line)
         if len(self.failures) < _KEEP_TRACEBACKS:
             self.failures.append(failure)
         else:
             self.last_failure = failure
+
+    def _after_empty_bar(self, first_line: int) -> bool:
+        """The last progress bar printed in the lines before `first_line` went over no item."""
+        for line in reversed(self.recent):
+            if line.line < first_line - _BAR_BEFORE:
+                break
+            if line.line < first_line and is_bar(line.text):
+                return empty_bar(line.text)
+        return False
 
     def all_failures(self) -> tuple[Failure, ...]:
         extra = (self.last_failure,) if self.last_failure else ()
@@ -207,7 +223,8 @@ def diagnose_lines(lines: Iterable[Line], *, rules: RuleSet | None = None,
     context = Context(source=source, env=collector.env, failures=failures,
                       loss_curve=curve.loss_curve() if curve else (), warnings=tuple(notes),
                       first_failure=first, cascade=cascade, first_is_failure=genuine,
-                      empty=collector.empty, last_record_line=collector.last_metric_line)
+                      empty=collector.empty, last_record_line=collector.last_metric_line,
+                      no_batches=tuple(collector.no_batches))
     return decide(weigh(findings, shape, failures), rules, context)
 
 

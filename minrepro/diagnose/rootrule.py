@@ -57,17 +57,22 @@ class RootRule:
     # only where the log shows the run trained before it failed (the same kernels ran for
     # hours, then one failed: the card, not the code)
     after_training: bool = False
+    # only where a progress bar over no item came right before the failure (`0it [00:00`):
+    # the loop had no batch, and the code after it failed on what the loop never set
+    after_no_batches: bool = False
     # a cause this placement is evidence of: a finding of it on the failure's own lines that
     # is too weak alone gains CORROBORATION (a keyword refused at a library call, and the
     # version rule's own match on the same exception line)
     corroborates: str = ""
 
     def matches(self, failure: Failure, text: str, in_worker: bool,
-                trained: bool = False) -> bool:
+                trained: bool = False, no_batches: bool = False) -> bool:
         short = failure.short_type
         if self.types and short not in self.types:
             return False
         if self.after_training and not trained:
+            return False
+        if self.after_no_batches and not no_batches:
             return False
         if self.in_worker is not None and self.in_worker != in_worker:
             return False

@@ -369,13 +369,14 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
 ROOT_RULES: tuple[RootRule, ...] = EVIDENCE_RULES + PLACE_RULES
 
 
-def root_of(failure: Failure, *, trained: bool = False) -> RootRule | None:
+def root_of(failure: Failure, *, trained: bool = False, no_batches: bool = False
+            ) -> RootRule | None:
     """The first root rule that matches the failure (its root None where that evidence does
     not decide), or None where no rule matches. `trained`: the log shows the run trained for
-    a while before it failed."""
+    a while before it failed; `no_batches`: a progress bar over no item came right before it."""
     if not failure.exc_type and failure.kind is FailureKind.EXCEPTION:
         return None  # a traceback cut before its exception line
     text = failure.headline + "\n" + failure.text[-2000:]
     in_worker = "DataLoader worker" in failure.text or "_worker_loop" in failure.text
     return next((rule for rule in ROOT_RULES
-                 if rule.matches(failure, text, in_worker, trained)), None)
+                 if rule.matches(failure, text, in_worker, trained, no_batches)), None)

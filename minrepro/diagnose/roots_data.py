@@ -68,6 +68,15 @@ DATA_RULES: tuple[RootRule, ...] = (
              r"num_samples=0|datasets should not be an empty iterable|"
              r"(?i:dataset is empty|found 0 (?:files|images|samples)|"
              r"no (?:images|samples|files) (?:were )?found)"),
+    # the loop ran over no batch (its progress bar stopped at 0 items), then the code after it
+    # failed on what the loop sets: a loss never assigned, a mean over 0 batches, an empty list
+    RootRule("MR-ROOT-148", D, "The data loader gave no batch (an empty data set), and the "
+             "code after the loop failed on what the loop never set", "Check the data path, "
+             "its file pattern and the filters (print len(dataset) and len(loader) before "
+             "training); with drop_last=True a data set smaller than one batch gives none.",
+             types=("UnboundLocalError", "ZeroDivisionError", "StopIteration", "IndexError",
+                    "ValueError", "RuntimeError", "NameError", "KeyError", "TypeError"),
+             after_no_batches=True),
     # the default collate stacking samples of different sizes (variable-length audio or
     # text, images not resized to one shape): the samples, not the model
     RootRule("MR-ROOT-114", D, "The samples of a batch differ in size, so the batch cannot be "

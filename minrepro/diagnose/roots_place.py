@@ -12,6 +12,13 @@ from minrepro.model import RootClass
 _NOT_A_TENSOR_OP = (r"(?i)CUDA|NCCL|cuDNN|CUBLAS|illegal memory|launch failure|out of memory|"
                     r"DataLoader worker|gloo|distributed|timed? ?out|connection|socket|"
                     r"ProcessGroup|c10d|HIP|MPS|INTERNAL ASSERT")
+# a name every module imports itself (the standard library's, numpy's, torch's usual
+# aliases, typing's): one missing in a library is an import the library forgot, not an
+# optional dependency left out
+_COMMON_NAME = (r"name '(?:np|pd|plt|os|sys|re|math|json|time|random|copy|glob|shutil|pickle|"
+                r"logging|warnings|itertools|functools|collections|datetime|inspect|torch|nn|F|"
+                r"partial|wraps|Path|Optional|List|Dict|Tuple|Union|Any|Callable|defaultdict|"
+                r"OrderedDict|dataclass|field)' is not defined")
 
 C, D, K, E, F = (RootClass.CONFIG, RootClass.DATA, RootClass.CODE, RootClass.ENVIRONMENT,
                  RootClass.FRAMEWORK)
@@ -69,9 +76,25 @@ PLACE_RULES: tuple[RootRule, ...] = (
              "each shaped like its input.",
              message=r"returned an incorrect number of gradients|returned an invalid gradient|"
                      r"function \w+Backward returned"),
+    # a global name missing inside an installed package's own function: the library imports
+    # it only where an optional dependency is installed (transformers' `is_peft_available()`
+    # guards: `LoraConfig`, `init_empty_weights`, `PartialState`; apex's `amp`), so the
+    # dependency is missing or too old, not a bug of the library
+    # ...but a model's downloaded code (Hub remote code, a torch.hub checkout) is no release
+    # with optional imports: a name it never defines is that code's bug
+    RootRule("MR-ROOT-147", F, "A model's downloaded code uses a name it never defines",
+             "Report it to the model's repository; pin the model revision that worked "
+             "(from_pretrained(..., revision=...)) or the transformers release it was written "
+             "for.", types=("NameError",), raised_in=LIBRARY,
+             packages=("transformers_modules", "torch.hub", "<string>")),
+    RootRule("MR-ROOT-146", E, "A library uses a name it imports only when an optional "
+             "dependency is installed: that package is missing or too old",
+             "Install (or upgrade) the optional package that provides the name the message "
+             "gives (the library's extras, e.g. pip install -U peft / accelerate) in the "
+             "environment that runs the job.", types=("NameError",), raised_in=LIBRARY,
+             unless=_COMMON_NAME),
     # a local read before it is set, inside an installed package's own function: a code path
-    # of the library that never set it (a NameError there is most often an optional import
-    # that failed, so it is not taken here)
+    # of the library that never set it; a standard module or name it forgot to import
     # (a Hub model's remote code and torch.hub checkouts count as libraries: model.package_of)
     RootRule("MR-ROOT-085", F, "A library's own code uses a name it never set on this code "
              "path (a bug in the library)", "Report it to the library with the "
