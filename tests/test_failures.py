@@ -413,6 +413,11 @@ def test_json_contract_and_exit_status_of_a_root_only_answer() -> None:
     ("In 'experiment/x': Could not override 'data@experiment.data'.\nDid you mean data?\n"
      "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n",
      "config", "usage"),
+    # Hydra's command-line parser refusing an unquoted list (on every rank of a launch)
+    ("Ambiguous value for argument 'model.data.splits_string=980,10,10'\n"
+     "1. To use it as a list, use key=[value1,value2]\n"
+     "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n",
+     "config", "usage"),
     ("epoch 3 loss 0.51\nsegmentation fault (core dumped)\n", "environment", "killed"),
     ("[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3',"
      " '-u', 'main.py'] exits with return code = -9\n", "config", "killed"),

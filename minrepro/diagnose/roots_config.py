@@ -137,9 +137,11 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              packages=("mmengine", "mmcv", "addict", "easydict", "yacs", "ml_collections"),
              function=r"__missing__|__getattr__|__getitem__"),
     RootRule("MR-ROOT-036", C, "Hydra refused the config or an override",
-             "Check the override against the config groups (`python train.py --help`).",
+             "Check the override against the config groups (`python train.py --help`); quote a "
+             "value with commas (key='a,b') or give a list as key=[a,b].",
              message=r"Could not override '|Key '[^']+' is not in struct|"
-                     r"Could not (?:find|load) '"),
+                     r"Could not (?:find|load) '|Ambiguous value for argument '|"
+                     r"Error parsing override '"),
     # torch >= 2.0's launcher passes --local-rank; a script written for torch 1.x parses
     # --local_rank only
     RootRule("MR-ROOT-049", E, "The launcher passes --local-rank, which a script for older "

@@ -12,6 +12,7 @@ Real texts:
              or directory
   Hydra:     In 'experiment/x': Could not override 'data@experiment.data'.
              Key 'lr' is not in struct
+             Ambiguous value for argument 'model.data.splits_string=980,10,10'
              Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.
 """
 
@@ -37,7 +38,9 @@ _ARGPARSE = lazy(_PROGRAM + r": error: ((?:unrecognized arguments|"
 # the interpreter itself, given a script path that does not exist (a launcher's entry, a recipe)
 _NO_SCRIPT = lazy(r"python[\w.]*: can't open file '([^'\n]{0,300})': \[Errno 2\] No such file")
 _HYDRA = lazy(r"(Could not override '[^']{1,200}'|Key '[^']{1,200}' is not in struct|"
-                    r"Could not find '[^']{1,200}'|Could not load '[^']{1,200}')")
+              r"Could not find '[^']{1,200}'|Could not load '[^']{1,200}'|"
+              # its command-line parser: `a=1,2` unquoted, an override it cannot read
+              r"Ambiguous value for argument '[^']{1,200}'|Error parsing override '[^']{1,200}')")
 _HYDRA_END = "HYDRA_FULL_ERROR=1"
 
 
@@ -45,7 +48,8 @@ class UsageExtractor:
     """argparse and Hydra refusals -> UsageError; Hydra's, once its closing line is seen."""
 
     TRIGGERS = (": error: ", "can't open file", "Could not override", "is not in struct",
-                "Could not find '", "Could not load '", _HYDRA_END)
+                "Could not find '", "Could not load '", "Ambiguous value for argument",
+                "Error parsing override", _HYDRA_END)
     SELECT = (": error: unrecognized", ": error: the following", ".py: error: ", "can't open file",
               "hydra_full_error")
 
