@@ -1230,3 +1230,33 @@ def test_a_loop_that_ran_leaves_the_failure_after_it_to_the_code(bar: str) -> No
                           exc="ZeroDivisionError: division by zero")
     diagnosis = diagnose(log)
     assert diagnosis.root is not None and diagnosis.root.value == "code"
+
+
+def test_a_missing_module_named_like_the_scripts_own_folder_is_the_launch_command() -> None:
+    """`python slot_attention/train.py` importing `slot_attention`: the project's own package
+    is not on the path the command gives; no package to install."""
+    log = tb(("slot_attention/train.py", "<module>",
+              "from slot_attention.data import CLEVRDataModule"),
+             exc="ModuleNotFoundError: No module named 'slot_attention'")
+    diagnosis = diagnose(log)
+    assert diagnosis.cause is None and diagnosis.rule_id == "MR-ROOT-149"
+    assert diagnosis.root is not None and diagnosis.root.value == "config"
+
+
+@pytest.mark.parametrize("path", ["train.py", "/srv/proj/train.py",
+                                  "/env/lib/python3.10/site-packages/einops/x.py"])
+def test_a_missing_module_of_no_folder_of_the_users_code_is_an_install(path: str) -> None:
+    log = tb((path, "<module>", "import einops"),
+             exc="ModuleNotFoundError: No module named 'einops'")
+    diagnosis = diagnose(log)
+    assert diagnosis.cause == "missing_dependency"
+
+
+def test_a_src_layout_package_not_installed_is_the_environments() -> None:
+    """A src layout (`src/llamafactory/...`) is meant to be installed (pip install -e .)."""
+    log = tb(("/home/u/LLaMA-Factory/src/llamafactory/launcher.py", "<module>",
+              "from llamafactory.train.tuner import run_exp"),
+             exc="ModuleNotFoundError: No module named 'llamafactory'")
+    diagnosis = diagnose(log)
+    assert diagnosis.cause == "missing_dependency"
+    assert diagnosis.root is not None and diagnosis.root.value == "environment"

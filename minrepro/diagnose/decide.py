@@ -15,7 +15,7 @@ from typing import Any
 
 from minrepro.diagnose.analyze.events import held_elsewhere
 from minrepro.diagnose.rootrule import RootRule
-from minrepro.diagnose.roots import root_of
+from minrepro.diagnose.roots import ROOT_RULES, root_of
 from minrepro.diagnose.rules.pack import Rule
 from minrepro.diagnose.rules.registry import RuleSet
 from minrepro.model import (
@@ -67,7 +67,7 @@ class Context:
 
 
 def decide(findings: Iterable[Finding], rules: RuleSet, context: Context) -> Diagnosis:
-    merged = _rank(_later(_damp(_merge(findings),
+    merged = _rank(_later(_damp(_unrefuted(_merge(findings), context),
                                 context.first_failure if context.first_is_failure else None),
                           context))
     merged = [f for f in merged if f.score > 0]  # a pure veto names no alternative
@@ -109,6 +109,24 @@ def _placed(context: Context) -> RootRule | None:
         return None
     return root_of(first, trained=len(context.loss_curve) >= TRAINED_POINTS,
                    no_batches=first.line in context.no_batches)
+
+
+def _unrefuted(findings: list[Finding], context: Context) -> list[Finding]:
+    """Findings less those of the cause the first failure's root rule rules out, where their
+    evidence is that failure's own lines (a missing module that is the project's own package
+    is no package to install)."""
+    first = context.first_failure
+    refuted = {f.cause for f in findings if f.cause in _REFUTABLE}
+    if first is None or not refuted:
+        return findings
+    rule = _placed(context)
+    if rule is None or rule.refutes not in refuted:
+        return findings
+    return [f for f in findings if f.cause != rule.refutes
+            or not all(first.first_line <= e.line <= first.line for e in f.evidence)]
+
+
+_REFUTABLE = frozenset(r.refutes for r in ROOT_RULES if r.refutes)
 
 
 def _corroborated(findings: list[Finding], context: Context,

@@ -28,8 +28,14 @@ OWN = "own"
 # raised by torch's Module.__call__ running a forward that the user's own code called (the
 # frame above torch's dispatch is the user's): the call and the module are the user's to fit
 USER_CALL = "user-call"
+# a module the code imports is missing, and its name is a folder the user's own code runs
+# from (`python slot_attention/train.py` importing `slot_attention`): the project's own
+# package, not on the path the command gives
+OWN_PACKAGE = "own-package"
 VERSION = "version_incompatibility"  # the cause the version rules' placements corroborate
 _MISSING = lazy(r"has no attribute '(\w+)'")
+_NO_MODULE = lazy(r"No module named '(\w+)")
+_FOLDERS = lazy(r"[\\/]")
 #: Where the API name lists a rule may name (`api="tensor_api"`) are kept, one name a line.
 API_DIR = Path(__file__).parent
 
@@ -64,6 +70,9 @@ class RootRule:
     # is too weak alone gains CORROBORATION (a keyword refused at a library call, and the
     # version rule's own match on the same exception line)
     corroborates: str = ""
+    # a cause this placement rules out: a finding of it on the failure's own lines is dropped
+    # (the project's own package missing is no package to install)
+    refutes: str = ""
 
     def matches(self, failure: Failure, text: str, in_worker: bool,
                 trained: bool = False, no_batches: bool = False) -> bool:
@@ -111,6 +120,8 @@ class RootRule:
             return _asked_by_its_own_code(failure)
         if self.raised_in == USER_CALL:
             return _dispatched_from_user(failure)
+        if self.raised_in == OWN_PACKAGE:
+            return _own_package_missing(failure)
         return True
 
 
@@ -136,6 +147,22 @@ def _asked_by_its_own_code(failure: Failure) -> bool:
     if not missing or not frames or frames[-1].package is None:
         return False
     return re.search(rf"\bself\.{missing.group(1)}\b", frames[-1].code or "") is not None
+
+
+def _own_package_missing(failure: Failure) -> bool:
+    """The module the message says is missing has the name of a folder on the path of one
+    of the user's own frames; not under `src/` (a src layout's package is meant to be
+    installed, pip install -e .: the environment's, as any package's)."""
+    missing = _NO_MODULE.search(failure.headline)
+    if missing is None:
+        return False
+    for frame in failure.frames:
+        if frame.package is None:
+            folders = _FOLDERS.split(frame.file)[:-1]
+            if missing.group(1) in folders:
+                at = folders.index(missing.group(1))
+                return at == 0 or folders[at - 1] != "src"
+    return False
 
 
 def _dispatched_from_user(failure: Failure) -> bool:

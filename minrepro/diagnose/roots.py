@@ -9,7 +9,15 @@ and minrepro says so rather than guess.
 
 from __future__ import annotations
 
-from minrepro.diagnose.rootrule import CALLER, IMPORT, LIBRARY, USER_CALL, VERSION, RootRule
+from minrepro.diagnose.rootrule import (
+    CALLER,
+    IMPORT,
+    LIBRARY,
+    OWN_PACKAGE,
+    USER_CALL,
+    VERSION,
+    RootRule,
+)
 from minrepro.diagnose.roots_config import CONFIG_RULES
 from minrepro.diagnose.roots_data import DATA_RULES
 from minrepro.diagnose.roots_place import PLACE_RULES
@@ -72,6 +80,12 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "Run from the repository root, set PYTHONPATH to it, or pip install -e . there.",
              types=("ModuleNotFoundError",),
              message=r"No module named '" + _PROJECT_PACKAGE + r"(?:'|\.)"),
+    # ...whatever its name: a folder the user's own script runs from
+    RootRule("MR-ROOT-149", C, "The project's own package is not on the import path (the "
+             "script runs from inside it)", "Run it as a module from the repository root "
+             "(python -m pkg.train), or set PYTHONPATH to the root (PYTHONPATH=. python "
+             "pkg/train.py), or pip install -e . there.", types=("ModuleNotFoundError",),
+             raised_in=OWN_PACKAGE, refutes="missing_dependency"),
     # the environment: what is installed
     RootRule("MR-ROOT-010", E, "A module the code imports is not installed",
              "Install the package that provides it (pip install ...), in the environment "
