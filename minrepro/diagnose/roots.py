@@ -28,8 +28,7 @@ C, D, K, E, F, H = (RootClass.CONFIG, RootClass.DATA, RootClass.CODE, RootClass.
 
 _KEYWORD_FIX = ("Pin the versions the code was written for (pip install 'pkg==X'), or rename "
                 "the keyword as the library's changelog says.")
-#: the usual names of a repo's own packages (no installed package of ML's is named so; the
-#: missing_dependency rule's `project-module` signal lists them too)
+#: the usual names of a repo's own packages (no installed package of ML's is named so)
 _PROJECT_PACKAGE = (r"(?:src|models?|utils?|lib|config|configs|modules|tools|core|common|scripts|"
                     r"data|dataset|dataloaders?|networks?|nets|losses?|layers|engine|helpers?|"
                     r"misc|options|opts|trainers?)")
@@ -79,7 +78,8 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
     RootRule("MR-ROOT-017", C, "The project's own package is not on the import path",
              "Run from the repository root, set PYTHONPATH to it, or pip install -e . there.",
              types=("ModuleNotFoundError",),
-             message=r"No module named '" + _PROJECT_PACKAGE + r"(?:'|\.)"),
+             message=r"No module named '" + _PROJECT_PACKAGE + r"(?:'|\.)",
+             refutes="missing_dependency"),
     # ...whatever its name: a folder the user's own script runs from
     RootRule("MR-ROOT-149", C, "The project's own package is not on the import path (the "
              "script runs from inside it)", "Run it as a module from the repository root "
