@@ -1260,3 +1260,12 @@ def test_a_src_layout_package_not_installed_is_the_environments() -> None:
     diagnosis = diagnose(log)
     assert diagnosis.cause == "missing_dependency"
     assert diagnosis.root is not None and diagnosis.root.value == "environment"
+
+
+def test_rng_states_of_more_gpus_than_the_resumed_run_has_are_the_resumes_setup() -> None:
+    log = tb(USER, ("/venv/lib/python3.10/site-packages/torch/cuda/random.py", "cb",
+                    "default_generator = torch.cuda.default_generators[idx]"),
+             exc="IndexError: tuple index out of range")
+    diagnosis = diagnose(log)
+    assert diagnosis.rule_id == "MR-ROOT-150" and diagnosis.root is not None
+    assert diagnosis.root.value == "config"

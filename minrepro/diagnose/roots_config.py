@@ -328,6 +328,13 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              message=r"loaded state dict contains a parameter group that doesn't match the "
                      r"size of optimizer's group|loaded state dict has a different number of "
                      r"parameter groups"),
+    # a checkpoint's per-GPU RNG states restored on a run with fewer GPUs (torch.cuda's
+    # set_rng_state asks for a device this run does not have): the resume's setup
+    RootRule("MR-ROOT-150", C, "The checkpoint holds RNG states of more GPUs than this run "
+             "has (resumed on fewer GPUs than it was saved with)", "Resume on as many GPUs "
+             "as the checkpoint was saved with, or skip restoring the per-GPU RNG states "
+             "(load only the states of the devices there are).", types=("IndexError",),
+             message=r"default_generators\[idx\]|in set_rng_state"),
     # PEFT's LoRA target_modules naming no module of the base model (a pattern for another
     # architecture, a typo); an empty list is what the code's own module discovery found
     RootRule("MR-ROOT-129", C, "The LoRA target modules the config names match no module of "

@@ -84,4 +84,11 @@ DATA_RULES: tuple[RootRule, ...] = (
              "pad, trim audio to a fixed length), or batch them with a collate_fn that pads "
              "(or batch_size=1 to find the odd sample).",
              message=r"stack expects each tensor to be equal size[,.] but got"),
+    # ... concatenated by a collate function of the repo's (`torch.vstack(pixel_values)`)
+    RootRule("MR-ROOT-151", D, "The samples of a batch differ in size, so the collate "
+             "function cannot concatenate them", "Give every sample one size in the dataset's "
+             "transform, pad them in the collate function, or use batch_size=1 where the "
+             "model's collator supports only that.", types=("RuntimeError",),
+             function=r"\w*collat\w*",
+             message=r"Sizes of tensors must match except in dimension"),
 )
