@@ -1269,3 +1269,14 @@ def test_rng_states_of_more_gpus_than_the_resumed_run_has_are_the_resumes_setup(
     diagnosis = diagnose(log)
     assert diagnosis.rule_id == "MR-ROOT-150" and diagnosis.root is not None
     assert diagnosis.root.value == "config"
+
+
+@pytest.mark.parametrize(("dimension", "rule"), [(1, "MR-ROOT-152"), (0, "MR-ROOT-053")])
+def test_an_empty_shard_met_in_an_elementwise_op_is_zero3s(dimension: int, rule: str) -> None:
+    """A flat empty ZeRO-3 shard against a LoRA delta meets it past dimension 0; an empty
+    batch (dimension 0) is the code's."""
+    log = tb(USER, ("/env/lib/python3.10/site-packages/peft/tuners/lora/layer.py", "merge",
+                    "base_layer.weight.data = base_layer.weight.data + delta_weight"),
+             exc="RuntimeError: The size of tensor a (0) must match the size of tensor b "
+                 f"(4096) at non-singleton dimension {dimension}")
+    assert diagnose(log).rule_id == rule

@@ -335,6 +335,16 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              "as the checkpoint was saved with, or skip restoring the per-GPU RNG states "
              "(load only the states of the devices there are).", types=("IndexError",),
              message=r"default_generators\[idx\]|in set_rng_state"),
+    # a weight of size 0 met in an element-wise op: a shard DeepSpeed ZeRO-3 or FSDP left
+    # empty on this rank (merging LoRA into it, editing it), read outside a gather
+    RootRule("MR-ROOT-152", C, "A parameter is an empty shard here (ZeRO-3 / FSDP partitions "
+             "it) and was used outside a gather", "Gather it first (deepspeed.zero."
+             "GatheredParameters, FSDP.summon_full_params), or do this step (merging LoRA, "
+             "editing weights) without ZeRO-3 / FSDP, on the full model in one process.",
+             # (at a dimension past the first: a flat empty shard against a matrix; an empty
+             # batch meets the other tensor at dimension 0)
+             message=r"The size of tensor [ab] \(0\) must match the size of tensor [ab] "
+                     r"\([1-9]\d*\) at non-singleton dimension [1-9]"),
     # PEFT's LoRA target_modules naming no module of the base model (a pattern for another
     # architecture, a typo); an empty list is what the code's own module discovery found
     RootRule("MR-ROOT-129", C, "The LoRA target modules the config names match no module of "
