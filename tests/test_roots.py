@@ -1280,3 +1280,13 @@ def test_an_empty_shard_met_in_an_elementwise_op_is_zero3s(dimension: int, rule:
              exc="RuntimeError: The size of tensor a (0) must match the size of tensor b "
                  f"(4096) at non-singleton dimension {dimension}")
     assert diagnose(log).rule_id == rule
+
+
+def test_an_output_folder_left_by_an_earlier_run_is_the_runs_settings() -> None:
+    log = tb(USER, ("/srv/proj/src/training/checkpoints.py", "initialize_checkpoint_dir",
+                    "raise FileExistsError("),
+             exc="FileExistsError: Checkpoint directory /data/ckpt/run1 already exists. Use "
+                 "--overwrite or --resume to indicate how to handle it.")
+    diagnosis = diagnose(log)
+    assert diagnosis.rule_id == "MR-ROOT-153" and diagnosis.root is not None
+    assert diagnosis.root.value == "config"

@@ -106,6 +106,12 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              "Create the output folder before saving (os.makedirs(path, exist_ok=True)) or fix "
              "the output / checkpoint path in the config.", types=("RuntimeError",),
              message=r"Parent directory \S+ does not exist"),
+    # the run's output or checkpoint folder exists from an earlier run, and the code will not
+    # overwrite it unasked (`Use --overwrite or --resume`): the run's settings
+    RootRule("MR-ROOT-153", C, "The run's output folder already exists from an earlier run",
+             "Give the run a new output folder / experiment name, or say what to do with the "
+             "old one (the script's overwrite or resume option).",
+             types=("FileExistsError",)),
     # ... or a file torch.save cannot open: a missing folder, a full disk or no permission;
     # the message does not say which (no root class, the fix names all three)
     RootRule("MR-ROOT-145", None, "torch.save could not open the checkpoint file for writing",
