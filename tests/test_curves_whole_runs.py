@@ -289,6 +289,24 @@ def test_memorising_with_a_wandering_held_out_accuracy_is_overfitting(seed: int)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
+def test_a_run_that_finished_memorising_its_training_set_is_overfitting(seed: int) -> None:
+    """torchvision's fine-tuning tutorial's output: training loss 0.49 -> 0.02 while the
+    validation loss climbs 0.47 -> 0.88 and accuracy holds; then "Training complete". An
+    overfitting run trains to its end: its finishing is no evidence against it."""
+    rng = random.Random(seed)
+    rows = []
+    for epoch in range(24):
+        progress = min(epoch / 8, 1.0)
+        rows += [f"Epoch {epoch}/23", "----------",
+                 f"train Loss: {0.49 - 0.47 * progress + rng.uniform(0, 0.005):.4f} Acc: "
+                 f"{0.78 + 0.21 * progress:.4f}",
+                 f"val Loss: {0.47 + 0.4 * min(epoch / 12, 1.0) + rng.gauss(0, 0.02):.4f} "
+                 f"Acc: {0.785 + rng.uniform(-0.01, 0.01):.4f}", ""]
+    rows += ["Training complete in 26m 32s", "Best val Acc: 0.795771"]
+    assert diagnose(rows).cause == "overfitting"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_a_tiny_summed_loss_beside_a_learning_accuracy_is_no_collapse(seed: int) -> None:
     """A loss printed as 1e-6 .. 1e-7 (a sum divided by a large count) while training
     accuracy climbs 0.96 -> 0.995: a mean cross-entropy could not be that small with one

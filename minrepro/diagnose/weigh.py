@@ -40,6 +40,9 @@ CRASH_THE_RUN_SURVIVED = 0.3  # an error training went on after was caught (a fi
 _WARNING = lazy(r"\w*Warning:|\bWARN(?:ING)?\b|\[W "
                       r"|(?:^|\s|\[)W\d{0,4}\s?[\w./-]*\.(?:cc|cpp|h):\d+\]")
 _NAN_CAUSES = frozenset({"lr_divergence", "fp16_overflow", "softmax_overflow", "nan_in_data"})
+#: a cause a run that finished shows by its nature (it trains to the end, memorising): its
+#: finishing is no evidence against it
+_SEEN_IN_FINISHED_RUNS = frozenset({"overfitting"})
 _MEMORY_CAUSES = frozenset({"undetached_loss_list", "allocator_fragmentation",
                             "host_oom_dataloader", "host_oom", "cuda_oom"})
 
@@ -78,7 +81,7 @@ def weigh(findings: Iterable[Finding], shape: LogShape, failures: Sequence[Failu
         if _only_warnings(finding) and interrupted:
             factor *= WARNING_BEFORE_INTERRUPT
         elif finding.severity in (Severity.SYMPTOM, Severity.WARNING) or _only_warnings(finding):
-            if finished or interrupted:
+            if (finished or interrupted) and finding.cause not in _SEEN_IN_FINISHED_RUNS:
                 factor *= SYMPTOM_AFTER_SUCCESS
             elif crash is not None and not explained and not _predicted(finding, crash):
                 factor *= SYMPTOM_BEFORE_CRASH
