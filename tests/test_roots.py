@@ -1290,3 +1290,11 @@ def test_an_output_folder_left_by_an_earlier_run_is_the_runs_settings() -> None:
     diagnosis = diagnose(log)
     assert diagnosis.rule_id == "MR-ROOT-153" and diagnosis.root is not None
     assert diagnosis.root.value == "config"
+
+
+def test_a_trainer_hook_refusing_the_new_signature_is_a_version_break_without_frames() -> None:
+    """The one line a report quotes: the hook's name says whose signature moved."""
+    diagnosis = diagnose("TypeError: Seq2SeqTrainer.training_step() takes 3 positional "
+                         "arguments but 4 were given\n")
+    assert diagnosis.cause == "version_incompatibility"
+    assert diagnosis.root is not None and diagnosis.root.value == "environment"

@@ -153,6 +153,18 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "the target's signature in the installed version).", types=("TypeError",),
              message=r"(?:got an unexpected keyword argument|missing \d+ required (?:positional"
                      r"|keyword-only) arguments?)[^\n]*\nError in call to target '"),
+    # a Trainer subclass's hook written for an older release, called with the newer signature
+    # (before the caller's own call: the hook's name says whose signature moved)
+    # (transformers 4.46 passes num_items_in_batch to training_step and compute_loss)
+    RootRule("MR-ROOT-104", E, "A Trainer hook the code overrides has the signature of an "
+             "older release", "Give the override the installed release's signature (accept "
+             "num_items_in_batch=None, or **kwargs), or install the transformers version the "
+             "code was written for.", types=("TypeError",),
+             # (its private methods are hooks too: `_save_checkpoint(..., metrics=)` in 4.42)
+             message=r"\w*Trainer\.(?:training_step|compute_loss|prediction_step|"
+                     r"evaluation_loop|log|_\w+)\(\) (?:takes \d+ positional arguments? but "
+                     r"\d+ (?:were|was) giv|got an unexpected keyword argument)",
+             corroborates=VERSION),
     # raised at the call, in the caller's frame (or no frame printed): the caller's own call
     # does not fit (a library's internal call that does not fit is MR-ROOT-012's)
     RootRule("MR-ROOT-051", K, "A call does not fit the signature of what it calls",
@@ -169,17 +181,6 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              message=r"module '(?!torch\._C' has no attribute '_cuda_)[\w.]+' has no "
                      r"attribute|got multiple values for argument|takes \d+ positional "
                      r"arguments? but \d+ (?:were|was) given", raised_in=LIBRARY,
-             corroborates=VERSION),
-    # a Trainer subclass's hook written for an older release, called with the newer signature
-    # (transformers 4.46 passes num_items_in_batch to training_step and compute_loss)
-    RootRule("MR-ROOT-104", E, "A Trainer hook the code overrides has the signature of an "
-             "older release", "Give the override the installed release's signature (accept "
-             "num_items_in_batch=None, or **kwargs), or install the transformers version the "
-             "code was written for.", types=("TypeError",),
-             # (its private methods are hooks too: `_save_checkpoint(..., metrics=)` in 4.42)
-             message=r"\w*Trainer\.(?:training_step|compute_loss|prediction_step|"
-                     r"evaluation_loop|log|_\w+)\(\) (?:takes \d+ positional arguments? but "
-                     r"\d+ (?:were|was) giv|got an unexpected keyword argument)",
              corroborates=VERSION),
     # the user's code calls its model (through torch's Module.__call__): not a library's Trainer
     RootRule("MR-ROOT-136", K, "The training code calls a model with a keyword its forward() "
