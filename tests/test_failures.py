@@ -894,3 +894,15 @@ def test_a_traceback_printed_bare_then_again_with_one_ranks_prefix_is_that_ranks
     # copies from two ranks do not say whose the bare one was
     two = prefixed + prefixed.replace("[rank0]", "[rank1]")
     assert diagnose(bare + two).failure.rank is None
+
+
+def test_the_rank_ddp_names_in_its_message_is_the_failures_rank() -> None:
+    """No prefix on the traceback: DDP's own message says which rank's parameters got no
+    gradient."""
+    log = ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+           "    loss = model(x)\nRuntimeError: Expected to have finished reduction in the prior "
+           "iteration before starting a new one.\nParameters which did not receive grad for "
+           "rank 3: head.bias, head.weight\nParameter indices which did not receive grad for "
+           "rank 3: 282 283\n")
+    diagnosis = diagnose(log)
+    assert diagnosis.failure is not None and diagnosis.failure.rank == 3

@@ -15,7 +15,7 @@ from minrepro.diagnose.analyze import Analyzer, CurveAnalyzer, default_analyzers
 from minrepro.diagnose.decide import Context, decide
 from minrepro.diagnose.extract import ExtractorSet, selection_words
 from minrepro.diagnose.extract.progress import empty_bar, is_bar
-from minrepro.diagnose.failures import FailureLog
+from minrepro.diagnose.failures import FailureLog, rank_in_message
 from minrepro.diagnose.matcher import RuleMatcher
 from minrepro.diagnose.reader import LogReader
 from minrepro.diagnose.rules.pack import Rule
@@ -126,6 +126,8 @@ class _Collector:
         return Line(line=number, text="", rank=getattr(event, "rank", None))
 
     def _keep_traceback(self, tb: Traceback) -> None:
+        if tb.rank is None and (rank := rank_in_message(tb.message)) is not None:
+            tb = replace(tb, rank=rank)
         stamp = timestamp(self._text_of(tb.first_line)) or timestamp(self._text_of(tb.line))
         failure = Failure(exc_type=tb.exc_type, message=_first_line(tb.message)[:300],
                           line=tb.line, first_line=tb.first_line, rank=tb.rank,
