@@ -68,6 +68,7 @@ def finding_of(rule: Rule, states: dict[int, SignalState]) -> Finding | None:
         # Evidence against a cause still vetoes what analyzers say of it.
         return _veto(rule, _kept_share(rule.signals, against)) if against else None
     primary_lines = sorted({n for s in primary for n in states[s].lines()})
+    primary, primary_lines = _clear_of(rule, states, primary, primary_lines, against)
     counted = [s for s in states
                if s in primary or _near(states[s].lines(), primary_lines,
                                         rule.signals[s].within)]
@@ -84,6 +85,22 @@ def finding_of(rule: Rule, states: dict[int, SignalState]) -> Finding | None:
         kept_share=1.0 if any(rule.signals[s].decisive for s in primary)
         else _kept_share(rule.signals, [s for s in counted if s in against]),
     )
+
+
+def _clear_of(rule: Rule, states: dict[int, SignalState], primary: list[int],
+              lines: list[int], against: list[int]) -> tuple[list[int], list[int]]:
+    """(primaries, their lines) less the hits an against-signal sits by, where other hits are
+    clear of every one: evidence against a cause speaks of the hits it is near (a host OOM
+    kill's words read as OOM prose), not of the cause's hits elsewhere in the log (the CUDA
+    OOM of an earlier run of a sweep)."""
+    if not against:
+        return primary, lines
+    clear = [n for n in lines if not any(_near(states[a].lines(), [n], rule.signals[a].within)
+                                         for a in against)]
+    if not clear or len(clear) == len(lines):
+        return primary, lines
+    kept = set(clear)
+    return [s for s in primary if kept.intersection(states[s].lines())], clear
 
 
 def _near(lines: list[int], anchors: list[int], within: int) -> bool:
