@@ -81,15 +81,16 @@ _ROOT_RANK = lazy(r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(\d+)|
                   r"^-- Process (\d+) terminated with the following error", re.DOTALL)
 
 
-# a rank the exception's own message names, where no prefix gave one: ProcessGroupNCCL's
-# `[Rank 2] Watchdog caught ...`, DDP's `Parameters which did not receive grad for rank 3`
-_MESSAGE_RANK = lazy(r"^\[Rank (\d+)\] |did not receive grad for rank (\d+)", re.MULTILINE)
+# the rank a failure's own message says it failed on, where no prefix gave one: DDP's
+# `Parameters which did not receive grad for rank 3` (a watchdog's `[Rank 2]` is the rank
+# that waited, the cascade's, not the one that failed)
+_MESSAGE_RANK = lazy(r"did not receive grad for rank (\d+)")
 
 
 def rank_in_message(message: str) -> int | None:
-    """The rank an exception's message says it was raised on, else None."""
-    found = _MESSAGE_RANK.search(message) if "ank " in message else None
-    return int(found[1] or found[2]) if found else None
+    """The rank an exception's message says it failed on, else None."""
+    found = _MESSAGE_RANK.search(message) if "receive grad" in message else None
+    return int(found[1]) if found else None
 
 
 @dataclass(eq=False)
