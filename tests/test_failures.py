@@ -898,7 +898,7 @@ def test_a_traceback_printed_bare_then_again_with_one_ranks_prefix_is_that_ranks
 
 def test_the_rank_ddp_names_in_its_message_is_the_failures_rank() -> None:
     """No prefix on the traceback: DDP's own message says which rank's parameters got no
-    gradient."""
+    gradient (a watchdog's own `[Rank 0]` stays the cascade's: see the launcher test)."""
     log = ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
            "    loss = model(x)\nRuntimeError: Expected to have finished reduction in the prior "
            "iteration before starting a new one.\nParameters which did not receive grad for "
@@ -906,3 +906,18 @@ def test_the_rank_ddp_names_in_its_message_is_the_failures_rank() -> None:
            "rank 3: 282 283\n")
     diagnosis = diagnose(log)
     assert diagnosis.failure is not None and diagnosis.failure.rank == 3
+
+
+def test_evidence_against_a_cause_vetoes_only_the_hits_it_is_near() -> None:
+    """A wandb sweep: one run's CUDA OOM, the agent starts the next run, and SLURM's OOM
+    killer ends the job. The kill's words read as OOM prose beside the host-OOM-killer
+    against-signal; the CUDA OOM far above them still stands, and it failed first."""
+    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 768.00 MiB. GPU 0 "
+           "has a total capacity of 31.73 GiB of which 618.19 MiB is free.")
+    log = ("Traceback (most recent call last):\n  File \"main.py\", line 30, in <module>\n"
+           "    train()\n" + oom + "\n" + "wandb: Agent Starting Run: em3qtl1s with config:\n"
+           + "".join(f"wandb: \tparam_{i}: {i}\n" for i in range(20))
+           + "/var/slurm_spool/job1/slurm_script: line 22: 1687899 Killed    python main.py\n"
+           "slurmstepd: error: Detected 1 oom_kill event in StepId=1.batch. Some of the step "
+           "tasks have been OOM Killed.\n")
+    assert diagnose(log).cause == "cuda_oom"

@@ -1298,3 +1298,20 @@ def test_a_trainer_hook_refusing_the_new_signature_is_a_version_break_without_fr
                          "arguments but 4 were given\n")
     assert diagnosis.cause == "version_incompatibility"
     assert diagnosis.root is not None and diagnosis.root.value == "environment"
+
+
+def test_cuda_in_a_forked_dataloader_worker_is_the_codes() -> None:
+    """The worker's original error is CUDA refusing a forked process: the Dataset uses the
+    GPU; no sample is bad."""
+    log = ("Traceback (most recent call last):\n  File \"train.py\", line 80, in <module>\n"
+           "    for batch in loader:\nRuntimeError: Caught RuntimeError in DataLoader worker "
+           "process 0.\nOriginal Traceback (most recent call last):\n  File \"/env/lib/"
+           "python3.10/site-packages/torch/utils/data/_utils/worker.py\", line 308, in "
+           "_worker_loop\n    data = fetcher.fetch(index)\n  File \"/srv/sd/dataset.py\", line "
+           "41, in __getitem__\n    latents = self.vae.encode(image.cuda())\nRuntimeError: "
+           "Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, "
+           "you must use the 'spawn' start method\n")
+    diagnosis = diagnose(log)
+    assert diagnosis.cause == "dataloader_worker_error"
+    assert diagnosis.root is not None and diagnosis.root.value == "code"
+    assert "spawn" in diagnosis.fix
