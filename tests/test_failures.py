@@ -418,6 +418,9 @@ def test_json_contract_and_exit_status_of_a_root_only_answer() -> None:
      "1. To use it as a list, use key=[value1,value2]\n"
      "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n",
      "config", "usage"),
+    # a `set -u` launch script stopping before Python starts
+    ("nohup: ignoring input\n/srv/run_deepspeed.sh: line 9: PYTHONPATH: unbound variable\n",
+     "config", "usage"),
     ("epoch 3 loss 0.51\nsegmentation fault (core dumped)\n", "environment", "killed"),
     ("[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3',"
      " '-u', 'main.py'] exits with return code = -9\n", "config", "killed"),

@@ -190,6 +190,10 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              message=r"unrecognized arguments|the following arguments are required|"
                      r"invalid choice|expected one argument|argument \S+: invalid|"
                      r"\.py: error: |can't open file '"),
+    RootRule("MR-ROOT-154", C, "The launch script reads a variable the environment does not "
+             "set (set -u)", "Export it before the script runs (export PYTHONPATH=${PYTHONPATH"
+             ":-}), write ${VAR:-} in the script, or `set +u` around `conda activate`.",
+             message=r": line \d+: [A-Za-z_]\w*: unbound variable"),
     RootRule("MR-ROOT-033", C, "A distributed rendezvous address or port is not usable",
              "Use a free MASTER_PORT and a reachable MASTER_ADDR.",
              message=r"Address already in use|EADDRINUSE|failed to listen on any local "

@@ -8,6 +8,7 @@ Real texts:
              main.py: error: 'Configuration check failed :: No action for destination key
                  "trainer.process_position" to check its value.'   (jsonargparse, LightningCLI)
              train.py: error: argument --lr: invalid float value: '1e-3,'
+  shell:     run_deepspeed.sh: line 9: PYTHONPATH: unbound variable   (a `set -u` launch script)
   Python:    /env/bin/python: can't open file '/src/full_finetune.py': [Errno 2] No such file
              or directory
   Hydra:     In 'experiment/x': Could not override 'data@experiment.data'.
@@ -35,6 +36,9 @@ _ARGPARSE = lazy(_PROGRAM + r": error: ((?:unrecognized arguments|"
                  # / LightningCLI): `main.py: error: 'Configuration check failed :: ...'`; not
                  # `nvcc: error:` or `ninja: error:` (a build, not the job's command line)
                  r"|" + _PROGRAM + r"\.py: error: (\S.{0,300})")
+# a launch script run with `set -u` reading a variable the environment does not set: the job
+# stops in the shell before Python starts (`run.sh: line 9: PYTHONPATH: unbound variable`)
+_UNBOUND = lazy(r"(?:^|\s)(\S+: line \d+: [A-Za-z_]\w*: unbound variable)")
 # the interpreter itself, given a script path that does not exist (a launcher's entry, a recipe)
 _NO_SCRIPT = lazy(r"python[\w.]*: can't open file '([^'\n]{0,300})': \[Errno 2\] No such file")
 _HYDRA = lazy(r"(Could not override '[^']{1,200}'|Key '[^']{1,200}' is not in struct|"
@@ -47,10 +51,11 @@ _HYDRA_END = "HYDRA_FULL_ERROR=1"
 class UsageExtractor:
     """argparse and Hydra refusals -> UsageError; Hydra's, once its closing line is seen."""
 
-    TRIGGERS = (": error: ", "can't open file", "Could not override", "is not in struct",
+    TRIGGERS = (": error: ", "can't open file", "unbound variable", "Could not override", "is not in struct",
                 "Could not find '", "Could not load '", "Ambiguous value for argument",
                 "Error parsing override", _HYDRA_END)
     SELECT = (": error: unrecognized", ": error: the following", ".py: error: ", "can't open file",
+              "unbound variable",
               "hydra_full_error")
 
     def __init__(self) -> None:
@@ -65,6 +70,10 @@ class UsageExtractor:
         if match is not None:
             self._done = True
             return (UsageError(line.line, (match[1] or match[2]).strip(), line.rank),)
+        match = _UNBOUND.search(text) if "unbound variable" in text else None
+        if match is not None:
+            self._done = True
+            return (UsageError(line.line, match[1].strip()[:300], line.rank),)
         match = _NO_SCRIPT.search(text)
         if match is not None:
             self._done = True
