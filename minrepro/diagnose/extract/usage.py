@@ -49,9 +49,11 @@ _HYDRA_END = "HYDRA_FULL_ERROR=1"
 
 
 class UsageExtractor:
-    """argparse and Hydra refusals -> UsageError; Hydra's, once its closing line is seen."""
+    """argparse, Hydra and launch-script refusals -> UsageError; Hydra's, once its closing
+    line is seen."""
 
-    TRIGGERS = (": error: ", "can't open file", "unbound variable", "Could not override", "is not in struct",
+    TRIGGERS = (": error: ", "can't open file", "unbound variable", "Could not override",
+                "is not in struct",
                 "Could not find '", "Could not load '", "Ambiguous value for argument",
                 "Error parsing override", _HYDRA_END)
     SELECT = (": error: unrecognized", ": error: the following", ".py: error: ", "can't open file",
