@@ -53,12 +53,10 @@ class UsageExtractor:
     line is seen."""
 
     TRIGGERS = (": error: ", "can't open file", "unbound variable", "Could not override",
-                "is not in struct",
-                "Could not find '", "Could not load '", "Ambiguous value for argument",
-                "Error parsing override", _HYDRA_END)
+                "is not in struct", "Could not find '", "Could not load '",
+                "Ambiguous value for argument", "Error parsing override", _HYDRA_END)
     SELECT = (": error: unrecognized", ": error: the following", ".py: error: ", "can't open file",
-              "unbound variable",
-              "hydra_full_error")
+              "unbound variable", "hydra_full_error")
 
     def __init__(self) -> None:
         self._hydra: tuple[int, str, int | None] | None = None  # Hydra's message, held
@@ -75,7 +73,7 @@ class UsageExtractor:
         match = _UNBOUND.search(text) if "unbound variable" in text else None
         if match is not None:
             self._done = True
-            return (UsageError(line.line, match[1].strip()[:300], line.rank),)
+            return (UsageError(line.line, match[1][:300], line.rank),)
         match = _NO_SCRIPT.search(text)
         if match is not None:
             self._done = True
