@@ -924,3 +924,22 @@ def test_evidence_against_a_cause_vetoes_only_the_hits_it_is_near() -> None:
            "slurmstepd: error: Detected 1 oom_kill event in StepId=1.batch. Some of the step "
            "tasks have been OOM Killed.\n")
     assert diagnose(log).cause == "cuda_oom"
+
+
+def test_torchruns_first_failed_worker_names_the_rank_of_an_unprefixed_exception() -> None:
+    """No Root Cause table printed (the log stops at the agent's lines): its first
+    `failed (exitcode: 1) local_rank: N` says whose exception it was; the SIGTERMs that
+    came before it stop the others."""
+    log = ("Exception ignored in: <_io.BufferedWriter name=7>\n"
+           "BrokenPipeError: [Errno 32] Broken pipe\n"
+           "W1203 10:00:01.000000 901 torch/distributed/elastic/multiprocessing/api.py:897] "
+           "Sending process 902 closing signal SIGTERM\n"
+           "E1203 10:00:02.000000 901 torch/distributed/elastic/multiprocessing/api.py:869] "
+           "failed (exitcode: 1) local_rank: 3 (pid: 905) of binary: /env/bin/python\n")
+    failure = diagnose(log).failure
+    assert failure is not None and (failure.exc_type, failure.rank) == ("BrokenPipeError", 3)
+    # a watchdog's own `[Rank 0]` is the rank that waited: not given the failed worker's
+    watchdog = log.replace("BrokenPipeError: [Errno 32] Broken pipe",
+                           "torch.distributed.DistBackendError: [Rank 0] Watchdog caught "
+                           "collective operation timeout")
+    assert diagnose(watchdog).failure.rank != 3

@@ -85,6 +85,7 @@ _ROOT_RANK = lazy(r"Root Cause \(first observed failure\):.*?\brank\s*:\s*(\d+)|
 # `Parameters which did not receive grad for rank 3` (a watchdog's `[Rank 2]` is the rank
 # that waited, the cascade's, not the one that failed)
 _MESSAGE_RANK = lazy(r"did not receive grad for rank (\d+)")
+_NAMES_A_RANK = lazy(r"(?i)\[rank\s*\d+\]|\brank\s*[:=]?\s*\d+")
 
 
 def rank_in_message(message: str) -> int | None:
@@ -198,7 +199,12 @@ class FailureLog:
                 return  # the user's scancel ends the job: no failure of its own
             failure = Failure("", f"process killed: {event.detail}", event.line, event.line,
                               event.rank, text=text, kind=FailureKind.KILLED, timestamp=stamp)
-            self._add(failure, _kill_role(event))
+            role = _kill_role(event)
+            if role == "wrapper" and self.root_rank is None:
+                # torchrun's first `failed (exitcode: 1) local_rank: N`: the worker whose
+                # exception is printed elsewhere (its Root Cause table, where printed, wins)
+                self.root_rank = event.rank
+            self._add(failure, role)
             return
         if isinstance(event, CudaAssert):
             where = event.kernel or event.file
@@ -306,11 +312,14 @@ class FailureLog:
         rest = [f for f in failures + others if f is not first]
         rest.sort(key=lambda f: f.first_line)
         first = _typed_by_what_followed(_typed_by_wrapper(first, others), rest)
-        if first.rank is None and first.frames and failures:
+        if first.rank is None and (first.frames or first.exc_type):
             seen = {(f.rank, f.exc_type, f.message) for f in failures if f.exc_type}
             ranks = {rank for rank, *error in seen
                      if rank is not None and error == [first.exc_type, first.message]}
-            if seen == {(None, first.exc_type, first.message)}:  # copies without prefixes:
+            # copies without prefixes, or the one exception printed, a rank's own that does
+            # not name one (a watchdog's `[Rank 0]` is the rank that waited, not the failed)
+            if seen == {(None, first.exc_type, first.message)} or (
+                    not seen and not _NAMES_A_RANK.search(first.message)):
                 first = replace(first, rank=self.root_rank)  # the launcher says whose
             elif len(ranks) == 1:  # one rank's prefixed copy of it, printed later
                 first = replace(first, rank=min(ranks))
