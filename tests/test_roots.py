@@ -1315,3 +1315,13 @@ def test_cuda_in_a_forked_dataloader_worker_is_the_codes() -> None:
     assert diagnosis.cause == "dataloader_worker_error"
     assert diagnosis.root is not None and diagnosis.root.value == "code"
     assert "spawn" in diagnosis.fix
+
+
+def test_numpy_concatenating_no_arrays_in_a_data_set_is_an_empty_data_set() -> None:
+    """mmdet's CocoDataset with a class list that keeps no annotation: numpy's concatenate
+    of an empty list, raised through the runner's registry."""
+    diagnosis = diagnose("ValueError: class `EpochBasedTrainLoop` in mmengine/runner/loops.py: "
+                         "class `CocoDataset` in mmdet/datasets/coco.py: need at least one "
+                         "array to concatenate\n")
+    assert diagnosis.rule_id == "MR-ROOT-024" and diagnosis.root is not None
+    assert diagnosis.root.value == "data"

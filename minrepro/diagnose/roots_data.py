@@ -66,6 +66,9 @@ DATA_RULES: tuple[RootRule, ...] = (
              "filtering)", "Check the data path and the filters; print len(dataset) before "
              "training.", message=r"num_samples should be a positive integer value, but got "
              r"num_samples=0|datasets should not be an empty iterable|"
+             # numpy's concatenate of an empty list: the samples (or the annotations that
+             # a class filter kept) of a data set with none (mmdet's CocoDataset)
+             r"need at least one array to concatenate|"
              r"(?i:dataset is empty|found 0 (?:files|images|samples)|"
              r"no (?:images|samples|files) (?:were )?found)"),
     # the loop ran over no batch (its progress bar stopped at 0 items), then the code after it
