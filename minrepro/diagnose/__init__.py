@@ -11,8 +11,9 @@ Read the modules in the order the data flows through them:
     matcher   rules applied to lines -> findings
     analyze/  events -> findings that need state: loss curves, OOM arithmetic, loss scale
     decide    findings -> one Diagnosis (first failure beats its cascade)
-    roots     the root class of a failure outside the causes (roots_config: the config
-              tier; roots_place: the last tier, where it was raised)
+    roots     the root class of a failure outside the causes (roots_data: the data tier;
+              roots_config: the config tier, roots_launch its launch-command rules;
+              roots_place: the last tier, where it was raised)
     pipeline  the stages wired together: `diagnose_log(path)`
 
 Hands on: `minrepro.model.Diagnosis`, to `repro` (the script), `report` and the CLI.
