@@ -812,6 +812,10 @@ def test_a_weak_version_sign_away_from_the_failure_is_not_corroborated() -> None
     # ... of a setting the message says must be given
     ("assert normal_dir is not None, 'A folder location must be provided in normal_dir.'",
      "config", "MR-ROOT-034"),
+    # ... that a path it was given exists: the path's
+    ("assert os.path.exists(self.path2)", "config", "MR-ROOT-155"),
+    ("assert Path(cfg.data_root).is_dir(), cfg.data_root", "config", "MR-ROOT-155"),
+    ("assert ckpt_file.exists()", "config", "MR-ROOT-155"),
 ])
 def test_an_assert_of_the_training_code_is_its_check_of_what_it_was_given(
         code: str, root: str, rule: str) -> None:

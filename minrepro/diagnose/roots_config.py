@@ -47,6 +47,15 @@ CONFIG_RULES: tuple[RootRule, ...] = (
     RootRule("MR-ROOT-030", C, "A path in the config or command does not exist",
              "Check the data / checkpoint / output paths the job was given.",
              types=("FileNotFoundError", "NotADirectoryError", "IsADirectoryError")),
+    # the code's own check that a path it was given exists (`assert os.path.exists(p)`)
+    RootRule("MR-ROOT-155", C, "A file or folder the job was given does not exist (the "
+             "code's own check of the path failed)", "Check the path the assert tests (print "
+             "it): the data / checkpoint / output path the job was given, or the file an "
+             "earlier step (preprocessing) should have written there.",
+             types=("AssertionError",), scope="raise",
+             message=r"\bassert\s+(?:os\.path\.(?:exists|isfile|isdir)\(|"
+                     r"[\w.]*(?:Path\([^\n]*\)|path\w*|dir\w*|file\w*)\.(?:exists|is_file|"
+                     r"is_dir)\(\))"),
     # the first of a list of files a folder or glob gave (`self.data_paths[0]`,
     # `glob(...)[0]`): the list is empty, the path or pattern the job was given matched nothing
     RootRule("MR-ROOT-133", C, "A list of files the job's path or pattern should have found "
