@@ -1329,3 +1329,19 @@ def test_numpy_concatenating_no_arrays_in_a_data_set_is_an_empty_data_set() -> N
                          "array to concatenate\n")
     assert diagnosis.rule_id == "MR-ROOT-024" and diagnosis.root is not None
     assert diagnosis.root.value == "data"
+
+
+def test_a_time_limit_printed_after_an_exception_is_not_its_root() -> None:
+    """The job raised, then the scheduler's line came (the allocation ran out while the shell
+    went on): the exception is the failure, the time limit no reading of it."""
+    log = tb(("/home/u/rl/train.py", "main", "os.makedirs(FLAGS.ckpt_dir, exist_ok=True)"),
+             exc="AttributeError: ckpt_dir")
+    log += ("slurmstepd: error: *** JOB 4242 ON gpu7 CANCELLED AT 2022-11-07T11:30:22 DUE TO "
+            "TIME LIMIT ***\n")
+    diagnosis = diagnose(log)
+    assert diagnosis.failure is not None and diagnosis.failure.exc_type == "AttributeError"
+    assert diagnosis.rule_id != "MR-ROOT-139"
+    # the stop alone is the time limit's
+    alone = diagnose("step 900 loss 1.23\nslurmstepd: error: *** JOB 4242 ON gpu7 CANCELLED AT "
+                     "2022-11-07T11:30:22 DUE TO TIME LIMIT ***\n")
+    assert alone.rule_id == "MR-ROOT-139"

@@ -23,6 +23,7 @@ from minrepro.model import (
     Diagnosis,
     Evidence,
     Failure,
+    FailureKind,
     Finding,
     ParamValue,
     RootClass,
@@ -199,6 +200,7 @@ def _root_of_what_followed(first: Failure, cascade: Sequence[Failure]) -> RootRu
     traceback extractor's chain flag: pasted excerpts often drop the "During handling of the
     above exception" line between the two."""
     chained = next((f for f in cascade if f.rank == first.rank
+                    and f.kind is FailureKind.EXCEPTION  # (a kill that followed says nothing of it)
                     and 0 < f.first_line - first.line <= _CHAIN_GAP), None)
     return root_of(chained) if chained is not None else None
 

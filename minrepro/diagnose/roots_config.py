@@ -22,6 +22,9 @@ CONFIG_RULES: tuple[RootRule, ...] = (
              "of the run itself", "Ask for more time (sbatch --time, the queue's walltime), or "
              "save checkpoints often and resume in a new job; the log shows whether training "
              "was still making progress when it was stopped.",
+             # the stop itself (a kill, or torchrun's SignalException on the SIGTERM), not
+             # an exception the job raised before the scheduler's line was printed
+             types=("", "SignalException"),
              message=r"DUE TO TIME LIMIT|TERM_RUNLIMIT|PBS: job killed: walltime"),
     RootRule("MR-ROOT-029", C, "The process was killed (host memory, the OOM killer, the "
              "scheduler)", "Give the job more host memory or load less at once (stream the "
