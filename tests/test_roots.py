@@ -75,6 +75,11 @@ GETATTR = ("/env/lib/python3.8/site-packages/torch/nn/modules/module.py", "__get
      "'num_generations'?\n", "environment"),
     (tb(USER, exc="AttributeError: 'Trainer' object has no attribute 'accelerator_backend'"),
      "environment"),
+    # ... read off `self` by the repo's own method: its class never set it
+    (tb(("/srv/sd-scripts/flux_train_network.py", "sample_images",
+         "accelerator, args, epoch, flux, self.sample_prompts_te_outputs"),
+        exc="AttributeError: 'FluxNetworkTrainer' object has no attribute "
+            "'sample_prompts_te_outputs'"), "code"),
     (tb(("train_coco.py", "<module>", "register_coco_instances('coco_2017_train', {}, j, d)"),
         ("/env/lib/python3.7/site-packages/detectron2/data/catalog.py", "register",
          "assert name not in self"),
