@@ -817,6 +817,11 @@ def test_a_weak_version_sign_away_from_the_failure_is_not_corroborated() -> None
     # ... of a setting the message says must be given
     ("assert normal_dir is not None, 'A folder location must be provided in normal_dir.'",
      "config", "MR-ROOT-034"),
+    # ... of the class count set against the class names: the settings'
+    ("assert num_classes == len(classnames) and num_classes == len(palette)", "config",
+     "MR-ROOT-034"),
+    # ... but the labels against the class count: the data's
+    ("assert labels.max() < num_classes", "data", "MR-ROOT-116"),
     # ... that a path it was given exists: the path's
     ("assert os.path.exists(self.path2)", "config", "MR-ROOT-155"),
     ("assert Path(cfg.data_root).is_dir(), cfg.data_root", "config", "MR-ROOT-155"),
@@ -1350,3 +1355,15 @@ def test_a_time_limit_printed_after_an_exception_is_not_its_root() -> None:
     alone = diagnose("step 900 loss 1.23\nslurmstepd: error: *** JOB 4242 ON gpu7 CANCELLED AT "
                      "2022-11-07T11:30:22 DUE TO TIME LIMIT ***\n")
     assert alone.rule_id == "MR-ROOT-139"
+
+
+def test_ragged_token_sequences_made_into_one_tensor_were_not_padded() -> None:
+    """transformers' default collator turning unpadded features into a tensor: how the code
+    batches (pad, or a padding collator), not a bad sample."""
+    log = tb(("/srv/e5/train.py", "main", "trainer.train()"),
+             ("/env/lib/python3.8/site-packages/transformers/data/data_collator.py",
+              "torch_default_data_collator", "batch[k] = torch.tensor([f[k] for f in features])"),
+             exc="ValueError: expected sequence of length 75 at dim 1 (got 81)")
+    diagnosis = diagnose(log)
+    assert diagnosis.rule_id == "MR-ROOT-156" and diagnosis.root is not None
+    assert diagnosis.root.value == "code" and "DataCollatorWithPadding" in diagnosis.fix

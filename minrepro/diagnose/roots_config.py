@@ -374,6 +374,9 @@ CONFIG_RULES: tuple[RootRule, ...] = (
                      r"\bdoes not (?:require|accept)\b|"
                      r"(?:^|[.:;] )set [`'\"]?\w+[`'\"]? (?:to|or)\b|"
                      r"\bplease (?:set|specify)\b|please use [`'\"]?[A-Z][A-Z0-9_]+=\S|"
+                     # the class count set against the list of class names it goes with
+                     # (`assert num_classes == len(classnames)`)
+                     r"\bassert\s+(?:self\.|cfg\.)?n(?:um)?_?(?:classes|labels)\s*==\s*len\(|"
                      # a key read from a settings dict: `net_options['max_epochs']`
                      r"(?:cfg|config|conf|opts?|options|hparams|hyp|settings)\w*\s*\[\s*['\"]",
              scope="raise"),

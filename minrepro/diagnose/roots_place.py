@@ -24,6 +24,13 @@ C, D, K, E, F = (RootClass.CONFIG, RootClass.DATA, RootClass.CODE, RootClass.ENV
                  RootClass.FRAMEWORK)
 
 PLACE_RULES: tuple[RootRule, ...] = (
+    # token sequences of different lengths made into one tensor (transformers'
+    # default_data_collator, torch.tensor of ragged lists): nothing padded them to one length
+    RootRule("MR-ROOT-156", K, "The batch's sequences were not padded to one length",
+             "Pad when batching: tokenize with padding='max_length' (or padding=True) and "
+             "truncation, or use a padding collator (transformers.DataCollatorWithPadding, "
+             "DataCollatorForSeq2Seq) instead of the default one.", types=("ValueError",),
+             message=r"expected sequence of length \d+ at dim \d+ \(got \d+\)"),
     # code: raised in the user's or the repo's own code
     RootRule("MR-ROOT-059", C, "A setting was left unset (None) where the code needs a value",
              "Give the setting the raising line reads (a command-line flag, a config key, or "
