@@ -1367,3 +1367,22 @@ def test_ragged_token_sequences_made_into_one_tensor_were_not_padded() -> None:
     diagnosis = diagnose(log)
     assert diagnosis.rule_id == "MR-ROOT-156" and diagnosis.root is not None
     assert diagnosis.root.value == "code" and "DataCollatorWithPadding" in diagnosis.fix
+
+
+@pytest.mark.parametrize(("frames", "root"), [
+    # the DataLoader's default collate stacking the samples: the samples' sizes
+    ([("/srv/app/train.py", "train", "for batch in loader:"),
+      ("/env/lib/python3.10/site-packages/torch/utils/data/_utils/collate.py", "collate",
+       "return torch.stack(batch, 0, out=out)")], "data"),
+    # a stack of the code's own tensors outside any batching (features kept per class)
+    ([("/srv/s3c/models/helper.py", "save_features",
+       "data_features = torch.stack(data_features).view(-1, 64)")], "code"),
+    # the message alone: the usual thrower is the default collate
+    ([], "data"),
+])
+def test_a_stack_of_unequal_tensors_is_the_samples_only_where_samples_are_batched(
+        frames: list[tuple[str, str, str]], root: str) -> None:
+    exc = ("RuntimeError: stack expects each tensor to be equal size, but got [100, 512] at "
+           "entry 0 and [64, 512] at entry 28")
+    diagnosis = diagnose(tb(*frames, exc=exc) if frames else exc + "\n")
+    assert diagnosis.root is not None and diagnosis.root.value == root

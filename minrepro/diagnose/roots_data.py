@@ -86,7 +86,12 @@ DATA_RULES: tuple[RootRule, ...] = (
              "stacked", "Give every sample one size in the dataset's transform (resize, crop, "
              "pad, trim audio to a fixed length), or batch them with a collate_fn that pads "
              "(or batch_size=1 to find the odd sample).",
-             message=r"stack expects each tensor to be equal size[,.] but got"),
+             # where the traceback shows frames, one of them batching samples (a collate
+             # function, a Dataset's __getitem__, the DataLoader's fetch): a stack of the
+             # code's own tensors elsewhere (features saved per class) is no batch of samples
+             message=r"(?s)\A(?=.*stack expects each tensor to be equal size[,.] but got)"
+                     r"(?:(?!.*File \")|.*\bin (?:\w*collat\w*|__getitem__|fetch|__next__|"
+                     r"_next_data|_worker_loop)\b)"),
     # ... concatenated by a collate function of the repo's (`torch.vstack(pixel_values)`)
     RootRule("MR-ROOT-151", D, "The samples of a batch differ in size, so the collate "
              "function cannot concatenate them", "Give every sample one size in the dataset's "
