@@ -943,3 +943,24 @@ def test_torchruns_first_failed_worker_names_the_rank_of_an_unprefixed_exception
                            "torch.distributed.DistBackendError: [Rank 0] Watchdog caught "
                            "collective operation timeout")
     assert diagnose(watchdog).failure.rank != 3
+
+
+def test_a_warning_before_a_crash_another_rule_names_does_not_outrank_it() -> None:
+    """A driver warning at start-up, then an embedding refusing float ids: the dtype is what
+    stopped the run; the warning is no stronger for the crash being named."""
+    log = ("/env/lib/python3.12/site-packages/torch/cuda/__init__.py:141: UserWarning: CUDA "
+           "initialization: The NVIDIA driver on your system is too old (found version 11040). "
+           "Please update your GPU driver.\n"
+           "  return torch._C._cuda_getDeviceCount() > 0\n"
+           "Traceback (most recent call last):\n"
+           '  File "/srv/deq/train.py", line 88, in <module>\n'
+           "    out = model(src)\n"
+           "RuntimeError: Expected tensor for argument #1 'indices' to have one of the following "
+           "scalar types: Long, Int; but got torch.FloatTensor instead (while checking arguments "
+           "for embedding)\n")
+    diagnosis = diagnose(log)
+    assert diagnosis.cause == "dtype_mismatch"
+    assert dict(diagnosis.params) == {"expected_dtype": "int64", "found_dtype": "float32"}
+    assert diagnosis.root is not None and diagnosis.root.value == "code"
+    # without the crash the warning is the run's only sign
+    assert diagnose(log.split("Traceback")[0]).cause == "cuda_env_mismatch"

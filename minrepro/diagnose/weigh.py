@@ -12,9 +12,11 @@ A finding read from thousands of healthy lines must not outvote how the run ende
   printed on the way: they did not stop it (DESIGN: a user interrupt gets no answer);
 * an error the run went on training after (three more records) was caught and survived,
   unless it came again after them;
-* a run that ends in an exception no rule explains (training stopped at it) failed of that:
-  a curve reading from before it is weak next to it, unless the exception is what the curve
-  predicts (a NaN abort after a diverging loss, an OOM after growing memory).
+* a run that ends in an exception (training stopped at it) failed of that: a curve reading
+  or a warning from before it is weak next to it, unless the exception is what the curve
+  predicts (a NaN abort after a diverging loss, an OOM after growing memory) or a rule of the
+  same cause names the exception itself (a driver warning, then an embedding refusing float
+  ids: the dtype is the failure, the warning no more than before).
 """
 
 from __future__ import annotations
@@ -61,9 +63,11 @@ def weigh(findings: Iterable[Finding], shape: LogShape, failures: Sequence[Failu
           ) -> list[Finding]:
     findings = list(findings)
     crash = final_crash(shape, failures)
-    explained = crash is not None and any(
-        _within(f, crash) for f in findings
-        if f.severity is Severity.CRASH and f.score > 0 and not _only_warnings(f))
+    # the causes a crash finding on the crash's own lines names: the crash is theirs, and a
+    # warning or symptom of another cause printed before it did not stop the run either
+    explaining = {f.cause for f in findings
+                  if crash is not None and f.severity is Severity.CRASH and f.score > 0
+                  and not _only_warnings(f) and _within(f, crash)}
     finished = (shape.ended_line > 0 and (crash is None or shape.ended_line > crash.line)
                 and not _ended_by(failures, shape.ended_line))
     interrupted = crash is None and _interrupted(shape, failures)
@@ -83,7 +87,8 @@ def weigh(findings: Iterable[Finding], shape: LogShape, failures: Sequence[Failu
         elif finding.severity in (Severity.SYMPTOM, Severity.WARNING) or _only_warnings(finding):
             if (finished or interrupted) and finding.cause not in _SEEN_IN_FINISHED_RUNS:
                 factor *= SYMPTOM_AFTER_SUCCESS
-            elif crash is not None and not explained and not _predicted(finding, crash):
+            elif (crash is not None and finding.cause not in explaining
+                  and not _predicted(finding, crash)):
                 factor *= SYMPTOM_BEFORE_CRASH
         weighed.append(finding if factor == 1.0 else
                        replace(finding, score=round(finding.score * factor, 3)))
@@ -134,6 +139,7 @@ def _within(finding: Finding, crash: Failure) -> bool:
 
 def _predicted(finding: Finding, crash: Failure) -> bool:
     message = crash.message.lower()
-    if finding.cause in _NAN_CAUSES:
-        return any(word in message for word in ("nan", "inf", "non-finite", "not finite"))
+    if finding.cause in _NAN_CAUSES:  # (NaN boxes or scores become indices past a table)
+        return any(word in message for word in ("nan", "inf", "non-finite", "not finite",
+                                                "device-side assert"))
     return finding.cause in _MEMORY_CAUSES and "out of memory" in message
