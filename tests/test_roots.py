@@ -484,6 +484,11 @@ def test_a_grid_index_past_its_size_while_building_targets_is_the_annotations() 
       "return codecs.charmap_encode(input,self.errors,encoding_table)[0]"),
      "UnicodeEncodeError: 'charmap' codec can't encode character '\\u2588' in position 12: "
      "character maps to <undefined>", "MR-ROOT-108", "environment"),
+    # ... its message wrapped by a narrow console
+    (("C:\\conda\\lib\\encodings\\cp1252.py", "encode",
+      "return codecs.charmap_encode(input,self.errors,encoding_table)[0]"),
+     "UnicodeEncodeError: 'charmap' codec can't\nencode character\n'\\u2705' in position\n2: "
+     "character maps to\n<undefined>", "MR-ROOT-108", "environment"),
     # torchrun's agent hung up on with its terminal (whole nohup.out logs of three repos)
     (("/env/lib/python3.10/site-packages/torch/distributed/elastic/multiprocessing/api.py",
       "_terminate_process_handler", "raise SignalException(f\"Process {os.getpid()} got "

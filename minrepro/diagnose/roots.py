@@ -325,7 +325,7 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
              "PYTHONUTF8=1 (or PYTHONIOENCODING=utf-8), `chcp 65001` on Windows, a UTF-8 "
              "locale (LANG=C.UTF-8) elsewhere.", types=("UnicodeEncodeError",),
              message=r"'(?:gbk|gb2312|gb18030|cp\d+|charmap|ascii|latin-1|shift_jis|"
-                     r"euc[-_]\w+)' codec can't encode"),
+                     r"euc[-_]\w+)' codec can't\s+encode"),  # (a narrow console wraps it)
     # SIGBUS (exit -7): a memory-mapped page that cannot be backed, most often a container's
     # small /dev/shm filled by DataLoader workers or DeepSpeed/NCCL buffers
     RootRule("MR-ROOT-089", E, "The process died of SIGBUS: the shared memory (/dev/shm) is "
