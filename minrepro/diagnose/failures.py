@@ -202,7 +202,8 @@ class FailureLog:
             role = _kill_role(event)
             if role == "wrapper" and self.root_rank is None:
                 # torchrun's first `failed (exitcode: 1) local_rank: N`: the worker whose
-                # exception is printed elsewhere (its Root Cause table, where printed, wins)
+                # exception is printed elsewhere (its Root Cause table, where printed, wins:
+                # on several nodes a local rank is not the global one)
                 self.root_rank = event.rank
             self._add(failure, role)
             return
