@@ -964,3 +964,16 @@ def test_a_warning_before_a_crash_another_rule_names_does_not_outrank_it() -> No
     assert diagnosis.root is not None and diagnosis.root.value == "code"
     # without the crash the warning is the run's only sign
     assert diagnose(log.split("Traceback")[0]).cause == "cuda_env_mismatch"
+
+
+@pytest.mark.parametrize("line", [
+    "1970-01-01 00:00:00 start", "2000-02-29T23:59:59.5 leap day", "2024-03-01 00:00:01,250 x",
+    "1999-12-31 12:00:00 y", "2100-02-28_08:30:00 z", "2024-12-31 23:59:59 end"])
+def test_an_iso_stamp_is_its_unix_time_read_as_utc(line: str) -> None:
+    import calendar
+    import re
+
+    year, month, day, hour, minute, second = (int(g) for g in re.findall(r"\d+", line)[:6])
+    fraction = 0.5 if ".5" in line else 0.25 if ",250" in line else 0.0
+    expected = calendar.timegm((year, month, day, hour, minute, second)) + fraction
+    assert timestamp(line) == pytest.approx(expected)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -77,6 +76,8 @@ def repro(log: LogArg = None,
 
 
 def _verify_text(text: str, written: Path | None) -> VerifyResult:
+    import tempfile  # noqa: PLC0415 - only `repro --verify` without -o needs it (start-up)
+
     from minrepro.repro.verify import verify_script
 
     if written is not None:

@@ -3,8 +3,6 @@ several ranks (failures.py) and for a fleet's first- and last-seen dates (triage
 
 from __future__ import annotations
 
-import calendar
-
 from minrepro.patterns import lazy
 
 DATED = 1e9  # Unix times of dated lines are above this, glog's (month, day, time) below
@@ -27,10 +25,22 @@ def timestamp(text: str) -> float | None:
         fraction = float("0." + found[7]) if found[7] else 0.0
         if not 1 <= month <= 12:
             return None  # no date: `2024-13-01` is no time of day to order by
-        return calendar.timegm((year, month, day, hour, minute, second)) + fraction
+        return (_days_since_epoch(year, month, day) * 86400 + hour * 3600 + minute * 60
+                + second + fraction)
     found = _GLOG_TIME.search(text[:80])
     if found:
         month, day, hour, minute, second = (int(g) for g in found.groups()[:5])
         return (((month * 31 + day) * 24 + hour) * 60 + minute) * 60 + second + \
             float("0." + found[6])
     return None
+
+
+def _days_since_epoch(year: int, month: int, day: int) -> int:
+    """Days from 1970-01-01 to a proleptic Gregorian date (calendar.timegm's arithmetic,
+    without importing calendar at start-up)."""
+    year -= month <= 2
+    era = year // 400
+    of_era = year - era * 400
+    of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    of_era_days = of_era * 365 + of_era // 4 - of_era // 100 + of_year
+    return era * 146097 + of_era_days - 719468
