@@ -28,6 +28,9 @@ OWN = "own"
 # raised by torch's Module.__call__ running a forward that the user's own code called (the
 # frame above torch's dispatch is the user's): the call and the module are the user's to fit
 USER_CALL = "user-call"
+# the raising line does not read the missing attribute off `self` (an attribute the class's
+# own method asks of it is one its own code never set: the code's, whatever the class is named)
+NOT_ASKED_OF_SELF = "not-asked-of-self"
 # a module the code imports is missing, and its name is a folder the user's own code runs
 # from (`python slot_attention/train.py` importing `slot_attention`): the project's own
 # package, not on the path the command gives
@@ -120,6 +123,10 @@ class RootRule:
             return _asked_by_its_own_code(failure)
         if self.raised_in == USER_CALL:
             return _dispatched_from_user(failure)
+        if self.raised_in == NOT_ASKED_OF_SELF:
+            missing = _MISSING.search(failure.headline)
+            return not (missing and failure.frames
+                        and _reads_off_self(failure.frames[-1], missing.group(1)))
         if self.raised_in == OWN_PACKAGE:
             return _own_package_missing(failure)
         return True
@@ -146,7 +153,12 @@ def _asked_by_its_own_code(failure: Failure) -> bool:
         frames.pop()
     if not missing or not frames or frames[-1].package is None:
         return False
-    return re.search(rf"\bself\.{missing.group(1)}\b", frames[-1].code or "") is not None
+    return _reads_off_self(frames[-1], missing.group(1))
+
+
+def _reads_off_self(frame: Frame, name: str) -> bool:
+    """The frame's code line reads attribute `name` off `self`."""
+    return re.search(rf"\bself\.{name}\b", frame.code or "") is not None
 
 
 def _own_package_missing(failure: Failure) -> bool:

@@ -4,7 +4,16 @@ repo's own code, a library refusing what that code handed it, torch's own assert
 
 from __future__ import annotations
 
-from minrepro.diagnose.rootrule import CALLED, CALLER, LIBRARY, OWN, USER, VERSION, RootRule
+from minrepro.diagnose.rootrule import (
+    CALLED,
+    CALLER,
+    LIBRARY,
+    NOT_ASKED_OF_SELF,
+    OWN,
+    USER,
+    VERSION,
+    RootRule,
+)
 from minrepro.model import RootClass
 
 # a RuntimeError that says this is no tensor operation refusing its inputs: the GPU, the
@@ -135,16 +144,15 @@ PLACE_RULES: tuple[RootRule, ...] = (
              "was written for (the repo's requirements), or port the attribute to the installed "
              "API (the message's 'Did you mean' names it where Python knows).",
              types=("AttributeError",), scope="raise",
+             # ... but not one the raising line reads off `self` (the repo's FluxNetworkTrainer
+             # asking for `self.sample_prompts_te_outputs`): its own code never set it
+             raised_in=NOT_ASKED_OF_SELF,
              # (the object, or its class: `type object 'Trainer' has no attribute
              # 'add_argparse_args'`, a classmethod Lightning 2.0 dropped)
              message=r"(?:type object )?'(?:\w*Trainer|Accelerator|\w*Arguments|\w*Config|"
                      r"\w*Tokenizer(?:Fast)?|\w*Processor|\w*Pipeline|DeepSpeedEngine|"
                      r"\w*LR[Ss]cheduler|\w*Optimizer|\w*Strategy|\w*Callback|\w*DataModule|"
-                     r"LightningModule|_\w+DataLoaderIter)'(?: object)? has no attribute "
-                     # ... but not one its own method reads off `self` where the line that
-                     # raised is the repo's (`self.sample_prompts_te_outputs` in the repo's
-                     # FluxNetworkTrainer): an attribute the class's own code never set
-                     r"'(\w+)'(?![\s\S]*\bself\.\1\b)"),
+                     r"LightningModule|_\w+DataLoaderIter)'(?: object)? has no attribute '\w+'"),
     # a tensor asked for an attribute that today's torch.Tensor has (`.T`, `.mT`,
     # `.nan_to_num`): the code was written for a newer torch than the one installed
     RootRule("MR-ROOT-096", E, "The code uses a tensor attribute that the installed torch is "
