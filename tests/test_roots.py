@@ -1391,3 +1391,32 @@ def test_a_stack_of_unequal_tensors_is_the_samples_only_where_samples_are_batche
            "entry 0 and [64, 512] at entry 28")
     diagnosis = diagnose(tb(*frames, exc=exc) if frames else exc + "\n")
     assert diagnosis.root is not None and diagnosis.root.value == root
+
+
+def test_a_data_files_records_without_the_keys_the_loader_reads_are_the_data() -> None:
+    """A loader's KeyError on a record, re-raised as its own check of the file's format: the
+    data file's, not the code's."""
+    log = tb(("/content/main.py", "<module>", "dataset = InstructionDataset('./tasks.jsonl')"),
+             ("/usr/lib/python3.10/dist-packages/xturing/datasets/instruction_dataset.py",
+              "from_jsonl", "raise ValueError("),
+             exc="ValueError: The jsonl file should have keys text, instruction and target")
+    diagnosis = diagnose(log)
+    assert diagnosis.rule_id == "MR-ROOT-157" and diagnosis.root is not None
+    assert diagnosis.root.value == "data"
+    # a setting that must have keys is no data file
+    other = diagnose("ValueError: lr_scheduler_kwargs should have keys warmup and decay\n")
+    assert other.rule_id != "MR-ROOT-157"
+
+
+@pytest.mark.parametrize("message", [
+    "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+    "InvalidCxxCompiler: No working C++ compiler found in torch._inductor.config.cpp.cxx: "
+    "(None, 'g++')",
+    "RuntimeError: Failed to find C compiler. Please specify via CC environment variable.",
+])
+def test_no_compiler_for_what_the_run_compiles_is_the_environment(message: str) -> None:
+    """torch.compile's C++ wrapper or a Triton kernel built on a machine with no C/C++
+    compiler: the machine's toolchain, not a bug of the compiler backend."""
+    diagnosis = diagnose(message + "\n")
+    assert diagnosis.rule_id == "MR-ROOT-086" and diagnosis.root is not None
+    assert diagnosis.root.value == "environment"

@@ -278,7 +278,8 @@ EVIDENCE_RULES: tuple[RootRule, ...] = (
                      r"Ninja is required to load C\+\+ extensions|"
                      r"Error building extension '\w+'|"
                      # a compiler the run calls (torch.compile's C++ wrapper, a JIT extension)
-                     r"CppCompileError|Command '\[['\"](?:[^'\"]*[/\\])?(?:g\+\+|gcc|c\+\+|"
+                     r"CppCompileError|No working C\+\+ compiler found|Failed to find C "
+                     r"compiler|Command '\[['\"](?:[^'\"]*[/\\])?(?:g\+\+|gcc|c\+\+|"
                      r"clang(?:\+\+)?|nvcc|ninja|cl(?:\.exe)?)['\"]"),
     RootRule("MR-ROOT-013", E, "The machine ran out of disk space (or its storage failed a "
              "write)", "Free disk space or write checkpoints elsewhere; check the file system "

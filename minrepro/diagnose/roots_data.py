@@ -29,6 +29,16 @@ DATA_RULES: tuple[RootRule, ...] = (
                      r"Invalid data found when processing|\bcorrupt(?:ed)? (?:file|image|data|"
                      r"sample|jpe?g|png|zip|archive|header|record)|(?:is|was|are|seems) "
                      r"(?:\w+ )?corrupt(?:ed)?\b|Corrupt JPEG data"),
+    # a loader's own check of a data file's records: they lack the keys (columns, fields)
+    # it reads (a JSONL of instruction/instances where text/instruction/target are expected)
+    RootRule("MR-ROOT-157", D, "A data file's records lack the keys or columns the loader "
+             "reads", "Convert the data file to the format the loader documents (the keys or "
+             "columns its message names), or point the loader's column settings at the "
+             "file's own names.", types=("ValueError", "KeyError", "AssertionError"),
+             scope="raise",
+             message=r"(?i)\b(?:files?|data ?sets?|data|jsonl?|csv|records?|annotations?|"
+                     r"samples?|rows?)\b[^\n]{0,40}?\b(?:should|must) (?:have|contain|include)"
+                     r"(?: the)?(?: following)? (?:keys|columns|fields)\b"),
     # BCELoss's kernel checks its inputs are probabilities: the model's outputs, not the data
     RootRule("MR-ROOT-103", K, "BCELoss got outputs outside [0, 1]: the model's last layer has "
              "no sigmoid", "Use BCEWithLogitsLoss on the raw outputs (it applies the sigmoid "
