@@ -335,6 +335,31 @@ def test_a_loss_scale_that_regrows_between_reductions_is_healthy() -> None:
     assert analyzer.findings() == []
 
 
+_FAIRSEQ_SCALE = ("[2023-11-21 19:51:31,167][fairseq.trainer][INFO] - NOTE: gradient overflow "
+                  "detected, ignoring gradient, setting loss scale to: {}")
+
+
+def _fairseq_run(scales: list[float], loss_at_end: str) -> str:
+    """A fairseq fp16 run: epochs' losses between the scaler's reductions."""
+    lines = ["fp16: true"]
+    for epoch, scale in enumerate(scales, 1):
+        loss = loss_at_end if epoch == len(scales) else f"{10 - epoch * 0.2:.3f}"
+        lines.append(f"epoch {epoch:03d} | loss {loss} | ppl 912.4 | num_updates {epoch * 500}")
+        lines.append(_FAIRSEQ_SCALE.format(scale))
+    return "\n".join(lines) + "\n"
+
+
+def test_a_scale_that_grew_back_from_below_one_on_a_run_that_trains_on_is_no_overflow() -> None:
+    """HuBERT in fp16: the scale fell to 0.5, grew back and settled at 1-4 while the loss
+    kept falling: the lines reading a scale below 1 are vetoed by the history."""
+    scales = [64.0, 32.0, 16.0, 8.0, 4.0, 2.0, 1.0, 0.5, 1.0, 2.0, 1.0, 2.0, 4.0, 2.0]
+    assert diagnose(_fairseq_run(scales, "3.051")).cause is None
+    # the same history with the loss gone NaN, or one that never left the floor, is fp16's
+    assert diagnose(_fairseq_run(scales, "nan")).cause == "fp16_overflow"
+    stuck = [64.0, 32.0, 16.0, 8.0, 4.0, 2.0, 1.0, 0.5, 0.5, 0.25, 0.25, 0.125]
+    assert diagnose(_fairseq_run(stuck, "7.400")).cause == "fp16_overflow"
+
+
 def _detection_log(parts_at_end: str, climb: bool = False) -> str:
     """A detection run's records (loss = sum of parts), the last one given."""
     rows = []

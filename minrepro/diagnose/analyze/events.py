@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from minrepro.diagnose.analyze import checks
 from minrepro.model import (
     Event,
@@ -30,6 +32,7 @@ LOW_SCALE = 16.0
 #: Steps the optimizer skipped (overflow) as a share of all steps, from this many steps on.
 SKIPPED_SHARE = 0.5
 MIN_STEPS = 50
+REGREW_KEPT = 0.4  # what a scale that regrew from its floor leaves of a reading of collapse
 
 
 def _evidence(line: Line) -> tuple[Evidence, ...]:
@@ -112,14 +115,21 @@ class LossScaleAnalyzer:
         self.lowest: float | None = None
         self.at_minimum = False
         self.recovered = False  # a later reduction started above an earlier low: it regrew
+        # ... above its lowest point at or below 1, after reaching it: steps went through
+        # unscaled-and-clean long enough for the scaler to grow it back (a run at a small
+        # scale that trains on, not one every step of which overflows)
+        self.left_the_floor = False
         self.lines: list[Line] = []
         self.skipped: tuple[float, int, Line] | None = None  # the last "step=N, skipped=M"
+        self.nan_loss = False  # a loss printed as nan or inf
 
     def feed(self, event: Event, line: Line) -> None:
         if isinstance(event, MetricRecord):  # "loss_scale : 1.4e-14" printed as a metric
             scale = event.get("loss_scale")
             if scale is not None and scale < 1:
                 self._lower(scale, None, line, at_minimum=False)
+            loss = event.get("loss")
+            self.nan_loss |= loss is not None and not math.isfinite(loss)
             skipped = event.get("skipped_steps")
             if skipped is not None and event.step:
                 self.skipped = (skipped, event.step, line)
@@ -135,15 +145,26 @@ class LossScaleAnalyzer:
         # scale), means the scale grew back in between
         if self.lowest is not None and max(start or 0.0, scale or 0.0) > self.lowest:
             self.recovered = True
+            self.left_the_floor |= self.lowest <= 1
         if scale is not None and (self.lowest is None or scale < self.lowest):
             self.lowest = scale
+            self.left_the_floor = False  # a new low: the question is asked of it
         if len(self.lines) < 3 or at_minimum or (scale is not None and scale <= 1):
             self.lines = (self.lines + [line])[-4:]
+
+    def regrew_from_its_floor(self) -> bool:
+        """Many reductions, the lowest at or below 1, and the scale grown back above it
+        after (steps ran clean long enough to double it), with no loss gone NaN: a run that
+        trains on at a small scale (fairseq's HuBERT in fp16), not one whose every step
+        overflows."""
+        return (self.count >= MANY_REDUCTIONS and self.left_the_floor and not self.at_minimum
+                and not self.nan_loss and self.lowest is not None and self.lowest <= 1)
 
     def findings(self) -> list[Finding]:
         # At or below 1 the scaler is at its floor (DeepSpeed's default minimum is 1): every
         # step overflows unscaled.
-        collapsed = self.at_minimum or (self.lowest is not None and self.lowest <= 1)
+        collapsed = self.at_minimum or (self.lowest is not None and self.lowest <= 1
+                                         and not self.left_the_floor)
         falling = (self.count >= MANY_REDUCTIONS and not self.recovered
                    and self.lowest is not None and self.lowest <= LOW_SCALE)
         lost = False
@@ -152,6 +173,12 @@ class LossScaleAnalyzer:
             lost = steps >= MIN_STEPS and skipped >= SKIPPED_SHARE * steps
             if lost and not self.lines:
                 self.lines = [line]  # every step skipped: the optimizer never stepped
+        if self.regrew_from_its_floor() and not lost:
+            # the history says the scaler found its level: the lines that read a scale
+            # below 1 as a collapse (the rule's own signals) are vetoed, not named here
+            return [Finding(rule_id=checks.LOSS_SCALE_COLLAPSE.id, cause="fp16_overflow",
+                            category="precision", score=0.0, first_line=0,
+                            kept_share=REGREW_KEPT)]
         if not (collapsed or falling or lost) or not self.lines:
             return []
         params = {"loss_scale": self.lowest} if self.lowest is not None else {}
