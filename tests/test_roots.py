@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from minrepro.diagnose.roots import root_of
 from minrepro.model import package_of
 from tests.test_failures import diagnose
 
@@ -1420,3 +1421,23 @@ def test_no_compiler_for_what_the_run_compiles_is_the_environment(message: str) 
     diagnosis = diagnose(message + "\n")
     assert diagnosis.rule_id == "MR-ROOT-086" and diagnosis.root is not None
     assert diagnosis.root.value == "environment"
+
+
+def test_one_library_calling_anothers_class_with_arguments_it_does_not_take() -> None:
+    """skrl passing `verbose` to torch 2.7's LRScheduler: the two releases do not fit; a
+    library running the user's own forward with arguments it does not take is not this."""
+    log = tb(("/srv/rl/train.py", "main", "runner = Runner(env, cfg)"),
+             ("/env/lib/python3.10/site-packages/skrl/resources/schedulers/torch/kl_adaptive.py",
+              "__init__", "super().__init__(optimizer, last_epoch, verbose)"),
+             exc="TypeError: LRScheduler.__init__() takes from 2 to 3 positional arguments but "
+                 "4 were given")
+    diagnosis = diagnose(log)
+    assert diagnosis.failure is not None and root_of(diagnosis.failure).id == "MR-ROOT-158"
+    assert diagnosis.cause == "version_incompatibility"  # the placement corroborates it
+    assert diagnosis.root is not None and diagnosis.root.value == "environment"
+    own = tb(("/srv/app/train.py", "main", "trainer.fit(model)"),
+             ("/env/lib/python3.10/site-packages/lightning/pytorch/core/module.py",
+              "predict_step", "return self(*batch)"),
+             exc="TypeError: LitNet.forward() takes 2 positional arguments but 3 were given")
+    placed = diagnose(own)
+    assert placed.failure is not None and root_of(placed.failure).id != "MR-ROOT-158"

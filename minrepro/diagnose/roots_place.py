@@ -214,6 +214,19 @@ PLACE_RULES: tuple[RootRule, ...] = (
              "Read the innermost frame of your code: the shapes, operands or values it passes "
              "do not fit the torch call.", types=("RuntimeError",), raised_in=CALLED,
              packages=("torch",), unless=_NOT_A_TENSOR_OP),
+    # one installed library calling a class's method with arguments it does not take
+    # (skrl's scheduler passing `verbose` to torch's LRScheduler, a trainer calling a hook
+    # with the older signature): the two releases do not fit each other. Not torch running
+    # the user's own forward, __getitem__ or collate (those signatures never changed)
+    RootRule("MR-ROOT-158", E, "An installed library calls another's API with arguments "
+             "the installed release does not take", "Install releases of the two that fit "
+             "each other (the calling library's requirements pin the other: pip install "
+             "'pkg==X'), or the caller's release that supports the installed one.",
+             types=("TypeError",), raised_in=LIBRARY, corroborates=VERSION,
+             message=r"\b[A-Z]\w*\.\w+\(\) (?:takes (?:from )?\d+ (?:to \d+ )?positional "
+                     r"arguments? but \d+ (?:was|were) given|missing \d+ required "
+                     r"(?:positional|keyword-only) arguments?|got an unexpected keyword)",
+             unless=r"\.(?:forward|__getitem__|__len__|__iter__|__call__|__next__)\(\)"),
     RootRule("MR-ROOT-055", K, "A library refused what the code handed it",
              "Read the innermost frame of your code in the traceback and the library's message: "
              "the value, type or call it passes does not fit what the library takes.",
