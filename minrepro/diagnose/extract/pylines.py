@@ -41,7 +41,16 @@ _MARKDOWN_TRAIL = " \t*_`"
 _EXC_ANCHORED = lazy(rf"(?P<type>{_NAME})(?::(?P<msg>.*)|\s*$)")
 _RAISED = lazy(r"(?P<type>(?:[A-Za-z_]\w*\.)+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*)"
                r"(?::(?P<msg>.*)|\s*$)")
-_EXC_ANYWHERE = lazy(rf"(?:^|(?<=[\s`'\"(\[>*_|:]))(?P<type>{_NAME}):(?P<msg>.*)")
+# (or glued to the sentence before it, as a paste or a terminal joins them: "... may occur
+# ().ValueError: num_samples should be ...")
+_EXC_ANYWHERE = lazy(rf"(?:^|(?<=[\s`'\"(\[>*_|:])|(?<=[)\]]\.))(?P<type>{_NAME}):(?P<msg>.*)")
+#: Built-in exceptions Python prints unqualified, and no package names its own class so: one
+#: qualified by a single lower-case word is a sentence's last word glued to it ("... failed.
+#: RuntimeError: CUDA error" pasted as `failed.RuntimeError`). (TimeoutError and
+#: ConnectionError are left out: asyncio.TimeoutError, requests' ConnectionError.)
+_GLUED_BUILTIN = lazy(r"[a-z]+\.(?P<name>(?:Runtime|Value|Type|Key|Index|Attribute|Assertion|"
+                      r"ZeroDivision|Name|Import|ModuleNotFound|FileNotFound|UnboundLocal|"
+                      r"Recursion|Overflow)Error|NotImplementedError)")
 _CODE_KEYWORDS = ("except", "raise", "class", "import", "def", "isinstance", "catch", "with")
 
 _FRAME = lazy(
@@ -91,7 +100,14 @@ def exception_at_start(text: str) -> tuple[str, str] | None:
     match = _EXC_ANCHORED.match(strip_markdown(text))
     if match is None:
         return None
-    return match["type"], clean_message(match["msg"] or "")
+    return unglued(match["type"]), clean_message(match["msg"] or "")
+
+
+def unglued(name: str) -> str:
+    """A built-in exception's name without the word a paste glued to it (`failed.RuntimeError`
+    -> RuntimeError); any other name as it is."""
+    glued = _GLUED_BUILTIN.fullmatch(name)
+    return glued["name"] if glued else name
 
 
 def raised_at_start(text: str) -> tuple[str, str] | None:
@@ -110,7 +126,7 @@ def exception_anywhere(text: str) -> tuple[str, str] | None:
         before = text[: match.start()].rstrip(" (")
         if before.endswith(_CODE_KEYWORDS):
             continue
-        return match["type"], clean_message(match["msg"])
+        return unglued(match["type"]), clean_message(match["msg"])
     return None
 
 
