@@ -216,8 +216,8 @@ PLACE_RULES: tuple[RootRule, ...] = (
              packages=("torch",), unless=_NOT_A_TENSOR_OP),
     # one installed library calling a class's method with arguments it does not take
     # (skrl's scheduler passing `verbose` to torch's LRScheduler, a trainer calling a hook
-    # with the older signature): the two releases do not fit each other. Not torch running
-    # the user's own forward, __getitem__ or collate (those signatures never changed)
+    # with the older signature): the two releases do not fit each other. Not a library
+    # running the user's own forward, __getitem__ or __call__ (the user's signature is off)
     RootRule("MR-ROOT-158", E, "An installed library calls another's API with arguments "
              "the installed release does not take", "Install releases of the two that fit "
              "each other (the calling library's requirements pin the other: pip install "
