@@ -157,8 +157,9 @@ class LossScaleAnalyzer:
         after (steps ran clean long enough to double it), with no loss gone NaN: a run that
         trains on at a small scale (fairseq's HuBERT in fp16), not one whose every step
         overflows."""
+        # (left_the_floor is only ever set of a lowest at or below 1)
         return (self.count >= MANY_REDUCTIONS and self.left_the_floor and not self.at_minimum
-                and not self.nan_loss and self.lowest is not None and self.lowest <= 1)
+                and not self.nan_loss)
 
     def findings(self) -> list[Finding]:
         # At or below 1 the scaler is at its floor (DeepSpeed's default minimum is 1): every
